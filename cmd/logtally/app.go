@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/window"
+)
+
+const usage = `logtally turns web-server access logs into live visitor counts.
+
+Usage:
+  logtally run [flags] [FILE...]    follow FILEs and serve the JSON API;
+                                    with no FILE, serve what the database holds
+  logtally replay [flags] FILE...   read FILEs (plain or .gz) to their end,
+                                    commit, print a summary and exit
+
+Run 'logtally run -h' or 'logtally replay -h' for the flags.
+`
+
+// Main is the program: its flags, and everything Run starts and Close stops.
+// The tests drive this same struct.
+type Main struct {
+	Command   string // "run" or "replay"
+	DB        string
+	Listen    string
+	Format    string
+	Window    time.Duration
+	WindowEnd string
+	Files     []string
+
+	Now    func() time.Time // clock; time.Now unless a test injects one
+	Stdout io.Writer
+	Stderr io.Writer
+	Logger *slog.Logger
+
+	store    *storage.Store
+	win      *window.Window
+	pipeline *ingest.Pipeline
+	server   *http.Server
+	listener net.Listener
+	cancel   context.CancelFunc
+	readers  sync.WaitGroup // file readers
+	done     chan error     // the pipeline's result
+}
+
+// NewMain returns a Main with the defaults.
+func NewMain() *Main {
+	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+// ParseFlags reads the command and its flags.
+func (m *Main) ParseFlags(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(m.Stderr, usage)
+		if len(args) == 0 {
+			return errors.New("no command")
+		}
+		return flag.ErrHelp
+	}
+	m.Command = args[0]
+	if m.Command != "run" && m.Command != "replay" {
+		fmt.Fprint(m.Stderr, usage)
+		return fmt.Errorf("unknown command %q", m.Command)
+	}
+	fs := flag.NewFlagSet("logtally "+m.Command, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&m.DB, "db", "logtally.db", "database `file` (created if missing)")
+	fs.StringVar(&m.Format, "format", "combined", "log format: combined, common, or an nginx log_format string")
+	fs.DurationVar(&m.Window, "window", window.DefaultLength, "length of the live window, whole seconds")
+	if m.Command == "run" {
+		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
+		fs.StringVar(&m.WindowEnd, "window-end", ingest.AnchorClock,
+			"what the window ends at: clock (now) or log (the newest line's time, for archives)")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	m.Files = fs.Args()
+	if m.Command == "replay" && len(m.Files) == 0 {
+		return errors.New("replay: no FILE given")
+	}
+	if m.Window < time.Second || m.Window%time.Second != 0 {
+		return fmt.Errorf("--window %s: must be whole seconds, at least 1s", m.Window)
+	}
+	if m.WindowEnd != "" && m.WindowEnd != ingest.AnchorClock && m.WindowEnd != ingest.AnchorLog {
+		return fmt.Errorf("--window-end %q: want clock or log", m.WindowEnd)
+	}
+	if _, err := parser.New(m.Format); err != nil {
+		return fmt.Errorf("--format: %w", err)
+	}
+	return nil
+}
+
+// Run starts the command. For run, it returns once the API is listening and
+// the files are being followed; Close stops them. For replay, it returns
+// when every file has been read and committed.
+func (m *Main) Run(ctx context.Context) error {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+	}
+	format, err := parser.New(m.Format)
+	if err != nil {
+		return err
+	}
+	for _, f := range m.Files {
+		if _, err := os.Stat(f); err != nil && m.Command == "replay" {
+			return err
+		}
+	}
+	if m.store, err = storage.Open(m.DB); err != nil {
+		return err
+	}
+	rules := window.DefaultRules()
+	rules.Salt = m.store.Salt()
+	rules.Init()
+	if err := m.openWindow(); err != nil {
+		return err
+	}
+	m.pipeline = ingest.New(ingest.Config{
+		Format: format, Rules: &rules, Window: m.win, Store: m.store,
+		Now: m.Now, Anchor: m.WindowEnd, Logger: m.Logger,
+	})
+	ctx, m.cancel = context.WithCancel(ctx)
+	if m.Command == "replay" {
+		return m.replay(ctx)
+	}
+	return m.run(ctx)
+}
+
+// openWindow builds the live window and refills it from the stored minutes
+// it covers, so a restart does not start from zero.
+func (m *Main) openWindow() error {
+	end := m.Now()
+	if m.WindowEnd == ingest.AnchorLog {
+		last, ok, err := m.store.Last()
+		if err != nil {
+			return err
+		}
+		end = last.Add(time.Minute - time.Second)
+		if !ok {
+			end = time.Unix(0, 0)
+		}
+	}
+	m.win = window.New(window.Config{Length: m.Window}, end)
+	details, err := m.store.Details(end.Add(-m.Window), end)
+	if err != nil {
+		return err
+	}
+	for _, d := range details {
+		m.win.Seed(d.Time.Unix()+59, d.Requests, d.PageViews, d.VisitorHashes, d.Paths)
+	}
+	m.win.Publish()
+	return nil
+}
+
+func (m *Main) run(ctx context.Context) error {
+	chunks := make(chan tailer.Chunk, 64)
+	for _, path := range m.Files {
+		off, _, err := m.store.Position(tailer.ID(path))
+		if err != nil {
+			return err
+		}
+		m.readers.Add(1)
+		go func() {
+			defer m.readers.Done()
+			if err := tailer.Follow(ctx, path, off, chunks, m.Logger); err != nil {
+				m.Logger.Error("follow stopped", "path", path, "err", err)
+			}
+		}()
+	}
+	m.done = make(chan error, 1)
+	go func() { m.done <- m.pipeline.Run(ctx, chunks) }()
+
+	ln, err := net.Listen("tcp", m.Listen)
+	if err != nil {
+		return err
+	}
+	m.listener = ln
+	m.server = &http.Server{
+		Handler:           api.New(api.Config{Snapshot: m.win.Current, Logger: m.Logger}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+	go m.server.Serve(ln)
+	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.DB)
+	return nil
+}
+
+func (m *Main) replay(ctx context.Context) error {
+	start := time.Now()
+	chunks := make(chan tailer.Chunk, 8)
+	m.done = make(chan error, 1)
+	go func() { m.done <- m.pipeline.Run(ctx, chunks) }()
+	var readErr error
+	for _, path := range m.Files {
+		off, _, err := m.store.Position(tailer.ID(path))
+		if err == nil {
+			err = tailer.Read(ctx, path, off, chunks)
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+	}
+	close(chunks)
+	err := errors.Join(readErr, <-m.done)
+	m.done = nil
+	secs := time.Since(start).Seconds()
+	lines := m.pipeline.Lines()
+	fmt.Fprintf(m.Stdout, "replay: %d files, %d lines read, %d parsed, %d rejected in %.2fs (%.0f lines/s)\n",
+		len(m.Files), lines, m.pipeline.Parsed(), m.pipeline.Rejected(), secs, float64(lines)/max(secs, 1e-9))
+	if n := m.pipeline.Rejected(); n > 0 {
+		var parts []string
+		for reason, c := range m.pipeline.RejectedBy() {
+			if c > 0 {
+				parts = append(parts, fmt.Sprintf("%s: %d", reason, c))
+			}
+		}
+		fmt.Fprintf(m.Stdout, "rejected by reason: %s\n", strings.Join(parts, ", "))
+	}
+	return err
+}
+
+// Addr returns the address the API listens on, once Run has returned.
+func (m *Main) Addr() string { return m.listener.Addr().String() }
+
+// Close stops reading, commits what was read, shuts the API down and closes
+// the database. It is safe to call after a failed Run, and more than once.
+func (m *Main) Close() error {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.readers.Wait()
+	var errs []error
+	if m.done != nil {
+		errs = append(errs, <-m.done)
+		m.done = nil
+	}
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		errs = append(errs, m.server.Shutdown(ctx))
+		m.server = nil
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+		m.store = nil
+	}
+	return errors.Join(errs...)
+}

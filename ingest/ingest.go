@@ -1,0 +1,225 @@
+// Package ingest runs the pipeline from log chunks to counts: it parses each
+// line, classifies it, adds it to the live window and to a storage batch, and
+// commits the batch together with the read positions of the lines in it.
+//
+// One goroutine owns the window and the batch, so the hot path takes no
+// locks. Readers see the window only through the snapshots it publishes.
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/window"
+)
+
+// Defaults for Config.
+const (
+	DefaultFlushInterval   = time.Second
+	DefaultFlushLines      = 50_000
+	DefaultPublishInterval = 250 * time.Millisecond
+)
+
+// Clock anchors for Config.Anchor.
+const (
+	// AnchorClock ends the window at the current time: the live view.
+	AnchorClock = "clock"
+	// AnchorLog ends the window at the newest line's timestamp: the view of
+	// a log as it was when it was written, for archives and demos.
+	AnchorLog = "log"
+)
+
+// Config configures a Pipeline.
+type Config struct {
+	Format          *parser.Format
+	Rules           *window.Rules // initialised
+	Window          *window.Window
+	Store           *storage.Store
+	Now             func() time.Time // the clock; time.Now if nil
+	Anchor          string           // AnchorClock (default) or AnchorLog
+	FlushInterval   time.Duration
+	FlushLines      int
+	PublishInterval time.Duration
+	Logger          *slog.Logger
+}
+
+// Pipeline is the ingest loop. Its counters may be read from any goroutine.
+type Pipeline struct {
+	cfg   Config
+	batch *storage.Batch
+	rec   parser.Record
+	last  int64 // newest line second seen, for AnchorLog
+
+	lines    atomic.Int64
+	parsed   atomic.Int64
+	rejected []atomic.Int64 // by index in rejectReasons
+	lastLog  time.Time
+}
+
+// rejectReasons are the parser reasons, with a catch-all last.
+var rejectReasons = append(append([]error{}, parser.Reasons...), errOther)
+
+var errOther = errors.New("other")
+
+// New returns a pipeline. Unset intervals take their defaults.
+func New(cfg Config) *Pipeline {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Anchor == "" {
+		cfg.Anchor = AnchorClock
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.FlushLines <= 0 {
+		cfg.FlushLines = DefaultFlushLines
+	}
+	if cfg.PublishInterval <= 0 {
+		cfg.PublishInterval = DefaultPublishInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{cfg: cfg, batch: storage.NewBatch(), rejected: make([]atomic.Int64, len(rejectReasons))}
+}
+
+// Run consumes chunks until in is closed or ctx is done, then commits what
+// is left. While a commit fails, Run stops taking chunks (the log keeps the
+// lines) and retries every flush interval.
+func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
+	flush := time.NewTicker(p.cfg.FlushInterval)
+	defer flush.Stop()
+	publish := time.NewTicker(p.cfg.PublishInterval)
+	defer publish.Stop()
+	src := in
+	for {
+		select {
+		case <-ctx.Done():
+			return p.finish()
+		case c, ok := <-src:
+			if !ok {
+				return p.finish()
+			}
+			p.chunk(c)
+			if p.batch.Lines() >= p.cfg.FlushLines && p.commit() != nil {
+				src = nil // pause reading until a commit succeeds
+			}
+		case <-flush.C:
+			if p.commit() == nil {
+				src = in
+			}
+		case <-publish.C:
+			p.publish()
+		}
+	}
+}
+
+func (p *Pipeline) finish() error {
+	err := p.commit()
+	p.publish()
+	return err
+}
+
+func (p *Pipeline) chunk(c tailer.Chunk) {
+	data := c.Data
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var line []byte
+		if i < 0 {
+			line, data = data, nil
+		} else {
+			line, data = data[:i], data[i+1:]
+		}
+		p.line(line)
+	}
+	p.batch.SetPosition(c.File, c.Offset)
+}
+
+func (p *Pipeline) line(line []byte) {
+	p.lines.Add(1)
+	p.batch.Line()
+	if err := p.cfg.Format.Parse(line, &p.rec); err != nil {
+		p.reject(line, err)
+		return
+	}
+	p.parsed.Add(1)
+	h := p.cfg.Rules.Classify(&p.rec)
+	if p.cfg.Anchor == AnchorLog && h.Time > p.last {
+		p.last = h.Time
+		p.cfg.Window.Advance(time.Unix(h.Time, 0))
+	}
+	p.cfg.Window.Add(h)
+	p.batch.Add(h)
+}
+
+// reject counts a bad line by reason and logs a sample at most once a second.
+func (p *Pipeline) reject(line []byte, err error) {
+	i := len(rejectReasons) - 1
+	for j, r := range rejectReasons[:i] {
+		if errors.Is(err, r) {
+			i = j
+			break
+		}
+	}
+	p.rejected[i].Add(1)
+	if now := time.Now(); now.Sub(p.lastLog) >= time.Second {
+		p.lastLog = now
+		const max = 256
+		if len(line) > max {
+			line = line[:max]
+		}
+		p.cfg.Logger.Warn("rejected line", "reason", err, "line", string(line),
+			"rejected_total", p.Rejected())
+	}
+}
+
+func (p *Pipeline) commit() error {
+	if p.batch.Empty() {
+		return nil
+	}
+	if err := p.cfg.Store.Commit(p.batch); err != nil {
+		p.cfg.Logger.Error("commit failed; reading paused", "err", err)
+		return err
+	}
+	p.batch.Reset()
+	return nil
+}
+
+func (p *Pipeline) publish() {
+	if p.cfg.Anchor == AnchorClock {
+		p.cfg.Window.Advance(p.cfg.Now())
+	}
+	p.cfg.Window.Publish()
+}
+
+// Lines returns how many lines have been read.
+func (p *Pipeline) Lines() int64 { return p.lines.Load() }
+
+// Parsed returns how many lines parsed.
+func (p *Pipeline) Parsed() int64 { return p.parsed.Load() }
+
+// Rejected returns how many lines were rejected, for every reason.
+func (p *Pipeline) Rejected() int64 {
+	var n int64
+	for i := range p.rejected {
+		n += p.rejected[i].Load()
+	}
+	return n
+}
+
+// RejectedBy returns the rejected-line count for each reason.
+func (p *Pipeline) RejectedBy() map[string]int64 {
+	m := make(map[string]int64, len(rejectReasons))
+	for i, r := range rejectReasons {
+		m[r.Error()] = p.rejected[i].Load()
+	}
+	return m
+}

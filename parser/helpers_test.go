@@ -1,0 +1,41 @@
+package parser
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+func mustFormat(tb testing.TB, spec string) *Format {
+	tb.Helper()
+	f, err := New(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+func b(s string) []byte { return []byte(s) }
+
+func equal(a, b Record) bool {
+	return bytes.Equal(a.Host, b.Host) && a.Time.Equal(b.Time) && a.Time.Location() == b.Time.Location() &&
+		bytes.Equal(a.Method, b.Method) && bytes.Equal(a.Path, b.Path) && bytes.Equal(a.Query, b.Query) &&
+		bytes.Equal(a.Protocol, b.Protocol) && a.Status == b.Status && a.Bytes == b.Bytes &&
+		bytes.Equal(a.Referer, b.Referer) && bytes.Equal(a.UserAgent, b.UserAgent)
+}
+
+func dump(r Record) string {
+	return fmt.Sprintf("host=%q time=%s method=%q path=%q query=%q proto=%q status=%d bytes=%d ref=%q ua=%q",
+		r.Host, r.Time.Format("2006-01-02T15:04:05Z07:00"), r.Method, r.Path, r.Query, r.Protocol,
+		r.Status, r.Bytes, r.Referer, r.UserAgent)
+}
+
+func splitLines(data []byte) [][]byte {
+	var out [][]byte
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		out = append(out, line)
+		data = rest
+	}
+	return out
+}

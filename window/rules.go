@@ -1,0 +1,182 @@
+package window
+
+import (
+	"strings"
+
+	"github.com/logtally/logtally/parser"
+)
+
+// Hit is what one parsed line contributes to the counts: its second, whether
+// it is a page view, and who the visitor is. Path aliases the parsed line.
+type Hit struct {
+	Time     int64  // unix seconds, UTC
+	PageView bool   // counts as a page view under the Rules
+	Visitor  uint64 // hash of the visitor key; meaningful only for page views
+	Path     []byte // request path without query
+}
+
+// Visitor keys accepted by Rules.VisitorKey.
+const (
+	KeyHost   = "host"    // one visitor per client address
+	KeyHostUA = "host+ua" // one visitor per client address and user agent
+)
+
+// DefaultAssetExts are the path extensions that are static assets, never
+// page views.
+var DefaultAssetExts = strings.Fields("css js mjs map png jpg jpeg gif svg webp avif ico bmp woff woff2 ttf eot otf mp4 webm mp3 wav pdf zip gz txt xml json")
+
+// DefaultBotTokens are case-insensitive substrings of a user agent that mark a
+// crawler, a command-line client or a monitoring agent.
+var DefaultBotTokens = strings.Fields("bot crawl spider slurp curl wget python-requests go-http-client headlesschrome uptime monitor pingdom check_http nagios zabbix statuscake site24x7 facebookexternalhit")
+
+// Rules decide which requests are page views and who the visitor is.
+// The zero value is not useful; start from DefaultRules.
+type Rules struct {
+	Methods     []string // page views use one of these methods
+	MinStatus   int      // lowest status that is a page view
+	MaxStatus   int      // highest status that is a page view
+	AssetExts   []string // lower-case extensions that are never page views
+	BotTokens   []string // lower-case user agent substrings of crawlers
+	IncludeBots bool     // count crawlers' page views too
+	VisitorKey  string   // KeyHost or KeyHostUA
+	// Salt is mixed into every visitor hash. It must stay the same for the
+	// life of a database, so that a visitor seen before and after a restart
+	// is still one visitor.
+	Salt uint64
+
+	exts map[string]struct{}
+}
+
+// DefaultRules returns the documented defaults: GET, status 200-399, not an
+// asset, not a crawler, one visitor per client address.
+func DefaultRules() Rules {
+	return Rules{
+		Methods:    []string{"GET"},
+		MinStatus:  200,
+		MaxStatus:  399,
+		AssetExts:  DefaultAssetExts,
+		BotTokens:  DefaultBotTokens,
+		VisitorKey: KeyHost,
+	}
+}
+
+// Init prepares the rules for Classify. It must be called once after the
+// fields are set and before Classify is used.
+func (r *Rules) Init() {
+	r.exts = make(map[string]struct{}, len(r.AssetExts))
+	for _, e := range r.AssetExts {
+		r.exts[strings.ToLower(strings.TrimPrefix(e, "."))] = struct{}{}
+	}
+}
+
+// Classify turns a parsed record into a Hit. It does not allocate.
+func (r *Rules) Classify(rec *parser.Record) Hit {
+	h := Hit{Time: rec.Time.Unix(), Path: rec.Path}
+	h.PageView = r.method(rec.Method) &&
+		rec.Status >= r.MinStatus && rec.Status <= r.MaxStatus &&
+		!r.asset(rec.Path) &&
+		(r.IncludeBots || !r.bot(rec.UserAgent))
+	if h.PageView {
+		v := fnv(fnvOffset^r.Salt, rec.Host)
+		if r.VisitorKey == KeyHostUA {
+			v = fnv(fnv(v, []byte{0}), rec.UserAgent)
+		}
+		h.Visitor = mix(v)
+	}
+	return h
+}
+
+func (r *Rules) method(m []byte) bool {
+	for _, want := range r.Methods {
+		if string(m) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// asset reports whether the last path segment has an asset extension.
+func (r *Rules) asset(path []byte) bool {
+	dot := -1
+	for i := len(path) - 1; i >= 0 && path[i] != '/'; i-- {
+		if path[i] == '.' {
+			dot = i
+			break
+		}
+	}
+	if dot < 0 || len(path)-dot-1 > 8 {
+		return false
+	}
+	var buf [8]byte
+	ext := buf[:0]
+	for _, c := range path[dot+1:] {
+		ext = append(ext, lower(c))
+	}
+	_, ok := r.exts[string(ext)]
+	return ok
+}
+
+// bot reports whether ua is empty, "-", or contains a bot token.
+func (r *Rules) bot(ua []byte) bool {
+	if len(ua) == 0 || string(ua) == "-" {
+		return true
+	}
+	for _, tok := range r.BotTokens {
+		if containsFold(ua, tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s contains the lower-case ASCII token,
+// ignoring ASCII case in s.
+func containsFold(s []byte, token string) bool {
+	n := len(token)
+	for i := 0; i+n <= len(s); i++ {
+		if lower(s[i]) != token[0] {
+			continue
+		}
+		j := 1
+		for j < n && lower(s[i+j]) == token[j] {
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnv continues a 64-bit FNV-1a hash over b. It is stable across processes,
+// unlike hash/maphash, because visitor hashes are persisted.
+func fnv(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+// mix is the splitmix64 finalizer; it spreads FNV's weak high bits so that
+// the hash can feed cardinality sketches.
+func mix(h uint64) uint64 {
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
