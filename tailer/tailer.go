@@ -20,8 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/nxadm/tail"
+	"time"
 )
 
 // ChunkSize is the size of the buffers replay reads with.
@@ -95,59 +94,94 @@ func Read(ctx context.Context, path string, offset int64, out chan<- Chunk) erro
 	}
 }
 
-// Follow reads path from offset and goes on reading what is appended, through
-// rotation and re-creation, until ctx is done.
-func Follow(ctx context.Context, path string, offset int64, out chan<- Chunk, log *slog.Logger) error {
+// DefaultPollInterval is how often Follow looks for new data once it has
+// read to the end of a file.
+const DefaultPollInterval = 200 * time.Millisecond
+
+// Follow reads path from offset and goes on reading what is appended until
+// ctx is done, checking every poll interval (DefaultPollInterval if zero).
+// When the file at path is replaced (rotation) it finishes the old file and
+// starts the new one from its beginning; when it shrinks (truncation) it
+// starts again from the beginning.
+func Follow(ctx context.Context, path string, offset int64, out chan<- Chunk, poll time.Duration, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t, err := tail.TailFile(path, tail.Config{
-		Location:      &tail.SeekInfo{Offset: offset, Whence: io.SeekStart},
-		ReOpen:        true,
-		Follow:        true,
-		CompleteLines: true,
-		Logger:        tail.DiscardingLogger,
-	})
-	if err != nil {
-		return fmt.Errorf("follow %s: %w", path, err)
+	if poll <= 0 {
+		poll = DefaultPollInterval
 	}
-	defer t.Cleanup()
-	defer t.Stop()
 	id := ID(path)
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	var carry []byte
+	buf := make([]byte, ChunkSize)
 	for {
-		var line *tail.Line
-		select {
-		case <-ctx.Done():
-			return nil
-		case line = <-t.Lines:
-		}
-		if line == nil {
-			return fmt.Errorf("follow %s: %w", path, t.Err())
-		}
-		// Gather the lines that are already waiting into one chunk.
-		c := Chunk{File: id, Path: path}
-		for line != nil {
-			if line.Err != nil {
-				log.Warn("follow", "path", path, "err", line.Err)
-			} else {
-				c.Data = append(append(c.Data, line.Text...), '\n')
-				c.Offset = line.SeekInfo.Offset
+		if f == nil {
+			var err error
+			if f, err = os.Open(path); err != nil {
+				if !errors.Is(err, os.ErrNotExist) {
+					log.Warn("follow: open", "path", path, "err", err)
+				}
+				f = nil
+			} else if _, err := f.Seek(offset, io.SeekStart); err != nil {
+				return fmt.Errorf("follow %s: %w", path, err)
 			}
-			line = nil
-			if len(c.Data) < ChunkSize {
-				select {
-				case line = <-t.Lines:
-				default:
+		}
+		if f != nil {
+			for {
+				n, err := f.Read(buf)
+				if n > 0 {
+					data := append(carry, buf[:n]...)
+					end := bytes.LastIndexByte(data, '\n') + 1
+					if end > 0 {
+						offset += int64(end)
+						c := Chunk{File: id, Path: path, Data: data[:end:end], Offset: offset}
+						select {
+						case out <- c:
+						case <-ctx.Done():
+							return nil
+						}
+					}
+					carry = append([]byte(nil), data[end:]...)
+				}
+				if err != nil {
+					break
 				}
 			}
-		}
-		if len(c.Data) == 0 {
-			continue
+			if replaced, shrunk := changed(f, path, offset+int64(len(carry))); replaced || shrunk {
+				// The old file has been read to its end; start the new one.
+				f.Close()
+				f, carry, offset = nil, nil, 0
+				continue
+			}
 		}
 		select {
-		case out <- c:
 		case <-ctx.Done():
 			return nil
+		case <-ticker.C:
 		}
 	}
+}
+
+// changed reports whether path now names another file than f, or whether f
+// is now shorter than what has been read of it.
+func changed(f *os.File, path string, read int64) (replaced, shrunk bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return true, false
+	}
+	if fi.Size() < read {
+		return false, true
+	}
+	pi, err := os.Stat(path)
+	if err != nil {
+		return false, false // gone, and nothing new yet: keep reading the open file
+	}
+	return !os.SameFile(fi, pi), false
 }

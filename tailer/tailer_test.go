@@ -70,7 +70,7 @@ func TestFollowAppends(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := make(chan Chunk, 16)
-	go Follow(ctx, path, 4, out, nil)
+	go Follow(ctx, path, 4, out, 5*time.Millisecond, nil)
 
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("new1\nnew2\n")

@@ -205,8 +205,8 @@ func (w *Window) evict(s *slot) {
 
 // Snapshot is an immutable view of a window at one moment.
 type Snapshot struct {
-	From      time.Time   // start of the window: its first second
-	To        time.Time   // end of the window: just after its last second
+	From      time.Time // start of the window: its first second
+	To        time.Time // end of the window: just after its last second
 	Length    time.Duration
 	Requests  int64
 	PageViews int64

@@ -45,6 +45,7 @@ type Main struct {
 	Files     []string
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
+	Poll   time.Duration    // how often followed files are checked; tests shorten it
 	Stdout io.Writer
 	Stderr io.Writer
 	Logger *slog.Logger
@@ -179,7 +180,7 @@ func (m *Main) run(ctx context.Context) error {
 		m.readers.Add(1)
 		go func() {
 			defer m.readers.Done()
-			if err := tailer.Follow(ctx, path, off, chunks, m.Logger); err != nil {
+			if err := tailer.Follow(ctx, path, off, chunks, m.Poll, m.Logger); err != nil {
 				m.Logger.Error("follow stopped", "path", path, "err", err)
 			}
 		}()

@@ -33,6 +33,7 @@ func start(t *testing.T, now func() time.Time, args ...string) *Main {
 	t.Helper()
 	m := NewMain()
 	m.Now = now
+	m.Poll = 5 * time.Millisecond
 	m.Stdout, m.Stderr = io.Discard, io.Discard
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
