@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -48,6 +50,23 @@ type Config struct {
 	FlushLines      int
 	PublishInterval time.Duration
 	Logger          *slog.Logger
+}
+
+// RegisterFlags registers the pipeline's flags on fs; the fields that are
+// objects (Format, Store, ...) are set by the caller.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Anchor, "window-end", AnchorClock,
+		"what the window ends at: clock (now) or log (the newest line's time, for archives)")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", DefaultFlushInterval, "longest time between commits")
+	fs.IntVar(&c.FlushLines, "flush-lines", DefaultFlushLines, "most lines in one commit")
+}
+
+// Validate reports settings that cannot work.
+func (c *Config) Validate() error {
+	if c.Anchor != "" && c.Anchor != AnchorClock && c.Anchor != AnchorLog {
+		return fmt.Errorf("window end %q: want %s or %s", c.Anchor, AnchorClock, AnchorLog)
+	}
+	return nil
 }
 
 // Pipeline is the ingest loop. Its counters may be read from any goroutine.

@@ -2,6 +2,7 @@ package parser
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,6 +27,20 @@ var Presets = map[string]string{
 
 // timeLocal is the layout of nginx $time_local and Apache %t.
 const timeLocal = "02/Jan/2006:15:04:05 -0700"
+
+// Config selects the log format. Its zero value is not useful; RegisterFlags
+// sets the defaults.
+type Config struct {
+	Format string // preset name or nginx log_format string
+}
+
+// RegisterFlags registers the parser's flags on fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Format, "format", "combined", "log format: combined, common, or an nginx log_format string")
+}
+
+// Compile compiles the configured format.
+func (c Config) Compile() (*Format, error) { return New(c.Format) }
 
 // Format is a compiled log format. It is safe for concurrent use.
 type Format struct {

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -48,6 +49,16 @@ var (
 	// ErrCorrupt means a stored value cannot be decoded.
 	ErrCorrupt = errors.New("corrupt database value")
 )
+
+// Config configures the store.
+type Config struct {
+	Path string // database file
+}
+
+// RegisterFlags registers the store's flags on fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Path, "db", "logtally.db", "database `file` (created if missing)")
+}
 
 // Store is an open database. It is safe for concurrent use: bbolt allows one
 // writer and many readers at once.

@@ -14,6 +14,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -92,6 +93,16 @@ func Read(ctx context.Context, path string, offset int64, out chan<- Chunk) erro
 			return fmt.Errorf("read %s: %w", path, err)
 		}
 	}
+}
+
+// Config configures how files are followed.
+type Config struct {
+	Poll time.Duration // how often a followed file is checked for new data
+}
+
+// RegisterFlags registers the tailer's flags on fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Poll, "poll-interval", DefaultPollInterval, "how often followed files are checked for new lines")
 }
 
 // DefaultPollInterval is how often Follow looks for new data once it has

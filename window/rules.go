@@ -1,6 +1,8 @@
 package window
 
 import (
+	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/logtally/logtally/parser"
@@ -58,6 +60,20 @@ func DefaultRules() Rules {
 		BotTokens:  DefaultBotTokens,
 		VisitorKey: KeyHost,
 	}
+}
+
+// RegisterFlags registers the page-view rules' flags on fs.
+func (r *Rules) RegisterFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&r.IncludeBots, "include-bots", r.IncludeBots, "count crawlers' page views and visitors too")
+	fs.StringVar(&r.VisitorKey, "visitor-key", r.VisitorKey, "what makes a visitor: host or host+ua")
+}
+
+// Validate reports rules that cannot be applied.
+func (r *Rules) Validate() error {
+	if r.VisitorKey != KeyHost && r.VisitorKey != KeyHostUA {
+		return fmt.Errorf("visitor key %q: want %s or %s", r.VisitorKey, KeyHost, KeyHostUA)
+	}
+	return nil
 }
 
 // Init prepares the rules for Classify. It must be called once after the

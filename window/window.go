@@ -11,6 +11,8 @@ package window
 
 import (
 	"cmp"
+	"flag"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -25,6 +27,19 @@ const MaxPages = 1000
 // Config configures a Window.
 type Config struct {
 	Length time.Duration // window length, whole seconds; default DefaultLength
+}
+
+// RegisterFlags registers the window's flags on fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Length, "window", DefaultLength, "length of the live window, whole seconds")
+}
+
+// Validate reports a configuration that New would have to correct.
+func (c Config) Validate() error {
+	if c.Length < time.Second || c.Length%time.Second != 0 {
+		return fmt.Errorf("window %s: must be whole seconds, at least 1s", c.Length)
+	}
+	return nil
 }
 
 // Window holds the per-second counts for (now-Length, now]. It is not safe

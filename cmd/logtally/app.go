@@ -36,16 +36,18 @@ Run 'logtally run -h' or 'logtally replay -h' for the flags.
 // Main is the program: its flags, and everything Run starts and Close stops.
 // The tests drive this same struct.
 type Main struct {
-	Command   string // "run" or "replay"
-	DB        string
-	Listen    string
-	Format    string
-	Window    time.Duration
-	WindowEnd string
-	Files     []string
+	Command string // "run" or "replay"
+	Listen  string // API address, for run
+	Files   []string
+
+	Parser parser.Config
+	Window window.Config
+	Rules  window.Rules
+	Store  storage.Config
+	Tailer tailer.Config
+	Ingest ingest.Config // its Format, Store, ... are filled in by Run
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
-	Poll   time.Duration    // how often followed files are checked; tests shorten it
 	Stdout io.Writer
 	Stderr io.Writer
 	Logger *slog.Logger
@@ -62,10 +64,11 @@ type Main struct {
 
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
-	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr}
+	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr, Rules: window.DefaultRules()}
 }
 
-// ParseFlags reads the command and its flags.
+// ParseFlags reads the command and its flags, and checks them before
+// anything starts.
 func (m *Main) ParseFlags(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(m.Stderr, usage)
@@ -81,31 +84,29 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	fs := flag.NewFlagSet("logtally "+m.Command, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
-	fs.StringVar(&m.DB, "db", "logtally.db", "database `file` (created if missing)")
-	fs.StringVar(&m.Format, "format", "combined", "log format: combined, common, or an nginx log_format string")
-	fs.DurationVar(&m.Window, "window", window.DefaultLength, "length of the live window, whole seconds")
+	m.Store.RegisterFlags(fs)
+	m.Parser.RegisterFlags(fs)
+	m.Window.RegisterFlags(fs)
+	m.Rules.RegisterFlags(fs)
+	m.Ingest.RegisterFlags(fs)
 	if m.Command == "run" {
 		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
-		fs.StringVar(&m.WindowEnd, "window-end", ingest.AnchorClock,
-			"what the window ends at: clock (now) or log (the newest line's time, for archives)")
+		m.Tailer.RegisterFlags(fs)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	m.Files = fs.Args()
-	if m.Command == "replay" && len(m.Files) == 0 {
-		return errors.New("replay: no FILE given")
+	if m.Command == "replay" {
+		if len(m.Files) == 0 {
+			return errors.New("replay: no FILE given")
+		}
+		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
 	}
-	if m.Window < time.Second || m.Window%time.Second != 0 {
-		return fmt.Errorf("--window %s: must be whole seconds, at least 1s", m.Window)
-	}
-	if m.WindowEnd != "" && m.WindowEnd != ingest.AnchorClock && m.WindowEnd != ingest.AnchorLog {
-		return fmt.Errorf("--window-end %q: want clock or log", m.WindowEnd)
-	}
-	if _, err := parser.New(m.Format); err != nil {
+	if _, err := m.Parser.Compile(); err != nil {
 		return fmt.Errorf("--format: %w", err)
 	}
-	return nil
+	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate())
 }
 
 // Run starts the command. For run, it returns once the API is listening and
@@ -115,28 +116,28 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
 	}
-	format, err := parser.New(m.Format)
+	format, err := m.Parser.Compile()
 	if err != nil {
 		return err
 	}
-	for _, f := range m.Files {
-		if _, err := os.Stat(f); err != nil && m.Command == "replay" {
-			return err
+	if m.Command == "replay" {
+		for _, f := range m.Files {
+			if _, err := os.Stat(f); err != nil {
+				return err
+			}
 		}
 	}
-	if m.store, err = storage.Open(m.DB); err != nil {
+	if m.store, err = storage.Open(m.Store.Path); err != nil {
 		return err
 	}
-	rules := window.DefaultRules()
-	rules.Salt = m.store.Salt()
-	rules.Init()
+	m.Rules.Salt = m.store.Salt()
+	m.Rules.Init()
 	if err := m.openWindow(); err != nil {
 		return err
 	}
-	m.pipeline = ingest.New(ingest.Config{
-		Format: format, Rules: &rules, Window: m.win, Store: m.store,
-		Now: m.Now, Anchor: m.WindowEnd, Logger: m.Logger,
-	})
+	cfg := m.Ingest
+	cfg.Format, cfg.Rules, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, &m.Rules, m.win, m.store, m.Now, m.Logger
+	m.pipeline = ingest.New(cfg)
 	ctx, m.cancel = context.WithCancel(ctx)
 	if m.Command == "replay" {
 		return m.replay(ctx)
@@ -148,7 +149,7 @@ func (m *Main) Run(ctx context.Context) error {
 // it covers, so a restart does not start from zero.
 func (m *Main) openWindow() error {
 	end := m.Now()
-	if m.WindowEnd == ingest.AnchorLog {
+	if m.Ingest.Anchor == ingest.AnchorLog {
 		last, ok, err := m.store.Last()
 		if err != nil {
 			return err
@@ -158,8 +159,8 @@ func (m *Main) openWindow() error {
 			end = time.Unix(0, 0)
 		}
 	}
-	m.win = window.New(window.Config{Length: m.Window}, end)
-	details, err := m.store.Details(end.Add(-m.Window), end)
+	m.win = window.New(m.Window, end)
+	details, err := m.store.Details(end.Add(-m.Window.Length), end)
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (m *Main) run(ctx context.Context) error {
 		m.readers.Add(1)
 		go func() {
 			defer m.readers.Done()
-			if err := tailer.Follow(ctx, path, off, chunks, m.Poll, m.Logger); err != nil {
+			if err := tailer.Follow(ctx, path, off, chunks, m.Tailer.Poll, m.Logger); err != nil {
 				m.Logger.Error("follow stopped", "path", path, "err", err)
 			}
 		}()
@@ -202,7 +203,7 @@ func (m *Main) run(ctx context.Context) error {
 		MaxHeaderBytes:    16 << 10,
 	}
 	go m.server.Serve(ln)
-	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.DB)
+	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.Store.Path)
 	return nil
 }
 

@@ -33,11 +33,11 @@ func start(t *testing.T, now func() time.Time, args ...string) *Main {
 	t.Helper()
 	m := NewMain()
 	m.Now = now
-	m.Poll = 5 * time.Millisecond
 	m.Stdout, m.Stderr = io.Discard, io.Discard
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
+	m.Tailer.Poll = 5 * time.Millisecond
 	if err := m.Run(context.Background()); err != nil {
 		m.Close()
 		t.Fatal(err)
