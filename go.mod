@@ -3,12 +3,15 @@ module github.com/logtally/logtally
 go 1.26.8
 
 require (
+	github.com/axiomhq/hyperloglog v0.3.0
 	github.com/gorilla/mux v1.8.1
 	github.com/satyrius/gonx v1.3.1-0.20181123214749-d96bd26e3b2c
 	go.etcd.io/bbolt v1.5.0
 )
 
 require (
+	github.com/dgryski/go-metro v0.0.0-20250106013310-edb8663e5e33 // indirect
+	github.com/kamstrup/intmap v0.5.2 // indirect
 	github.com/smartystreets/goconvey v1.8.1 // indirect
 	golang.org/x/sys v0.45.0 // indirect
 )

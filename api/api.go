@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/window"
 )
 
@@ -33,7 +34,19 @@ var ErrBadRequest = errors.New("bad request")
 type Config struct {
 	// Snapshot returns the window's latest snapshot; it must not block.
 	Snapshot func() *window.Snapshot
-	Logger   *slog.Logger
+	// History answers the history endpoints; nil disables them.
+	History History
+	// Ready reports why the daemon cannot make progress (for example, the
+	// store is not writable), or nil when it can.
+	Ready  func() error
+	Now    func() time.Time // for "today"; time.Now if nil
+	Logger *slog.Logger
+}
+
+// History is the stored data the history endpoints read: *storage.Store.
+type History interface {
+	Series(from, to time.Time, step time.Duration) (storage.Series, error)
+	PathCounts(paths []string, day time.Time) ([]storage.PathCount, error)
 }
 
 // Server is the API's HTTP handler.
@@ -47,10 +60,19 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() error { return nil }
+	}
 	s := &Server{cfg: cfg, router: mux.NewRouter()}
 	s.router.HandleFunc("/api/v1/stats", s.stats).Methods(http.MethodGet, http.MethodHead)
 	s.router.HandleFunc("/api/v1/pages", s.pages).Methods(http.MethodGet, http.MethodHead)
+	s.router.HandleFunc("/api/v1/pages/count", s.pageCounts).Methods(http.MethodGet, http.MethodHead)
+	s.router.HandleFunc("/api/v1/series", s.series).Methods(http.MethodGet, http.MethodHead)
 	s.router.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
+	s.router.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
 	s.router.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
@@ -121,6 +143,14 @@ func (s *Server) pages(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Ready(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // onlyParams rejects query parameters the endpoint does not know, so that a

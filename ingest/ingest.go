@@ -43,7 +43,11 @@ type Config struct {
 	Format          *parser.Format
 	Rules           *window.Rules // initialised
 	Window          *window.Window
-	Store           *storage.Store
+	Store           Committer
+	// PersistWindow stores the live window's per-second state with each
+	// commit, so that a restart rebuilds the window exactly. Replay, which
+	// has no live window to serve, leaves it off.
+	PersistWindow bool
 	Now             func() time.Time // the clock; time.Now if nil
 	Anchor          string           // AnchorClock (default) or AnchorLog
 	FlushInterval   time.Duration
@@ -69,6 +73,11 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// Committer is where batches go: *storage.Store, or a test's failing double.
+type Committer interface {
+	Commit(*storage.Batch) error
+}
+
 // Pipeline is the ingest loop. Its counters may be read from any goroutine.
 type Pipeline struct {
 	cfg   Config
@@ -80,6 +89,8 @@ type Pipeline struct {
 	parsed   atomic.Int64
 	rejected []atomic.Int64 // by index in rejectReasons
 	lastLog  time.Time
+	lastErr  atomic.Pointer[error] // the last commit's error; nil once one succeeds
+	commits  atomic.Int64
 }
 
 // rejectReasons are the parser reasons, with a catch-all last.
@@ -175,8 +186,8 @@ func (p *Pipeline) line(line []byte) {
 		p.last = h.Time
 		p.cfg.Window.Advance(time.Unix(h.Time, 0))
 	}
-	p.cfg.Window.Add(h)
-	p.batch.Add(h)
+	live := p.cfg.Window.Add(h) && p.cfg.PersistWindow
+	p.batch.Add(h, p.rec.Status, p.rec.Bytes, live)
 }
 
 // reject counts a bad line by reason and logs a sample at most once a second.
@@ -189,6 +200,7 @@ func (p *Pipeline) reject(line []byte, err error) {
 		}
 	}
 	p.rejected[i].Add(1)
+	p.batch.Reject(p.cfg.Now().Unix())
 	if now := time.Now(); now.Sub(p.lastLog) >= time.Second {
 		p.lastLog = now
 		const max = 256
@@ -204,13 +216,35 @@ func (p *Pipeline) commit() error {
 	if p.batch.Empty() {
 		return nil
 	}
+	if p.cfg.PersistWindow {
+		p.batch.SetWindowStart(p.cfg.Window.Start())
+	}
 	if err := p.cfg.Store.Commit(p.batch); err != nil {
-		p.cfg.Logger.Error("commit failed; reading paused", "err", err)
+		if p.lastErr.Load() == nil {
+			p.cfg.Logger.Error("commit failed; reading paused until it succeeds", "err", err)
+		}
+		p.lastErr.Store(&err)
 		return err
 	}
+	if p.lastErr.Swap(nil) != nil {
+		p.cfg.Logger.Info("commit succeeded again; reading resumed")
+	}
+	p.commits.Add(1)
 	p.batch.Reset()
 	return nil
 }
+
+// Err returns the error of the last commit if it failed, nil otherwise. A
+// non-nil error means reading is paused until a commit succeeds.
+func (p *Pipeline) Err() error {
+	if e := p.lastErr.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Commits returns how many commits have succeeded.
+func (p *Pipeline) Commits() int64 { return p.commits.Load() }
 
 func (p *Pipeline) publish() {
 	if p.cfg.Anchor == AnchorClock {

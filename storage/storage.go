@@ -1,20 +1,22 @@
-// Package storage persists per-minute counts and each log file's read
-// position in one embedded bbolt file.
+// Package storage persists per-minute counts, their hourly and daily
+// rollups, per-path page views and each log file's read position in one
+// embedded bbolt file.
 //
-// The idea that makes it crash-safe: the counts a batch of lines produced and
-// the file offsets just after those lines are written in the same bbolt
-// transaction. The access log itself is the durable queue; after any crash,
-// reading resumes at the last committed offset and nothing is lost or counted
-// twice.
+// The idea that makes it crash-safe: everything a batch of lines produced
+// (minute, hour and day deltas, per-path counts, the live window's
+// per-second state) and the file offsets just after those lines are written
+// in the same bbolt transaction. The access log itself is the durable queue;
+// after any crash, reading resumes at the last committed offset, and nothing
+// is lost or counted twice.
 package storage
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,20 +28,41 @@ const SchemaVersion = 1
 // DefaultSite is the site all data belongs to until several sites are served.
 const DefaultSite = "default"
 
-// Bucket layout:
+// Bucket layout. Time keys are big-endian so that byte order is time order.
 //
-//	meta/schema           -> uint64 SchemaVersion
-//	meta/salt             -> uint64 visitor-hash salt, chosen at creation
-//	positions/<file id>   -> uint64 byte offset after the last committed line
-//	sites/<site>/minutes/<unix minute> -> encoded Minute
+//	meta/schema                     uint64 SchemaVersion
+//	meta/salt                       uint64 visitor-hash salt, chosen at creation
+//	positions/<file id>             uint64 offset after the last committed line
+//	sites/<site>/minutes/<minute>   record (unix minute, uint64)
+//	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
+//	sites/<site>/hours/<hour>       record (unix hour, uint64)
+//	sites/<site>/days/<yyyymmdd>    record (uint32 date in Config.Location)
+//	sites/<site>/paths/<path>       uvarint all-time page views
+//	sites/<site>/daypaths/<yyyymmdd><path>  uvarint page views that day
+//	sites/<site>/counters/<name>    uvarint bookkeeping (distinct paths)
+//	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
 var (
 	bucketMeta      = []byte("meta")
 	bucketPositions = []byte("positions")
 	bucketSites     = []byte("sites")
 	bucketMinutes   = []byte("minutes")
+	bucketVisitors  = []byte("visitors")
+	bucketHours     = []byte("hours")
+	bucketDays      = []byte("days")
+	bucketPaths     = []byte("paths")
+	bucketDayPaths  = []byte("daypaths")
+	bucketCounters  = []byte("counters")
+	bucketSeconds   = []byte("seconds")
+
+	siteBuckets = [][]byte{bucketMinutes, bucketVisitors, bucketHours, bucketDays, bucketPaths,
+		bucketDayPaths, bucketCounters, bucketSeconds}
 
 	keySchema = []byte("schema")
 	keySalt   = []byte("salt")
+
+	// OtherPath is the path under which page views are counted once the
+	// per-path caps are reached.
+	OtherPath = "(other)"
 )
 
 var (
@@ -50,34 +73,121 @@ var (
 	ErrCorrupt = errors.New("corrupt database value")
 )
 
-// Config configures the store.
+// Defaults for Config.
+const (
+	DefaultTopPages          = 100
+	DefaultMaxPaths          = 1_000_000
+	DefaultMaxDayPaths       = 100_000
+	DefaultMinuteRetention   = 14 * 24 * time.Hour
+	DefaultHourRetention     = 400 * 24 * time.Hour
+	DefaultExactVisitorsSpan = 2 * time.Hour
+)
+
+// Config configures the store. Zero fields take their defaults in Open.
 type Config struct {
-	Path string // database file
+	Path     string         // database file
+	Location *time.Location // days are calendar days here; the machine's zone if nil
+	TZ       string         // zone name for Location, as given by --tz
+
+	TopPages    int // top pages kept per minute; the rest go to Other
+	MaxPaths    int // distinct paths with an all-time count; the rest go to OtherPath
+	MaxDayPaths int // distinct paths with a count per day; the rest go to OtherPath
+
+	MinuteRetention time.Duration // minutes older than this are pruned
+	HourRetention   time.Duration // hours and per-day path counts older than this are pruned
+	DayRetention    time.Duration // days older than this are pruned; 0 keeps them
+	// ExactVisitorsSpan is how far behind the newest stored minute a minute
+	// keeps its exact visitor set. A line later than that can only add to
+	// the minute's sketch, and the minute's visitors become approximate.
+	ExactVisitorsSpan time.Duration
+
+	Now func() time.Time // clock for retention; time.Now if nil
 }
 
 // RegisterFlags registers the store's flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Path, "db", "logtally.db", "database `file` (created if missing)")
+	fs.StringVar(&c.TZ, "tz", "", "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
+	fs.DurationVar(&c.MinuteRetention, "keep-minutes", DefaultMinuteRetention, "how long per-minute history is kept")
+	fs.DurationVar(&c.HourRetention, "keep-hours", DefaultHourRetention, "how long hourly history and per-day page counts are kept")
+	fs.DurationVar(&c.DayRetention, "keep-days", 0, "how long daily history is kept (0: forever)")
+	fs.IntVar(&c.TopPages, "minute-top-pages", DefaultTopPages, "top pages stored per minute")
+	fs.IntVar(&c.MaxPaths, "max-stored-paths", DefaultMaxPaths, "distinct paths with an all-time count; more are counted as "+OtherPath)
+	fs.IntVar(&c.MaxDayPaths, "max-day-paths", DefaultMaxDayPaths, "distinct paths counted per day; more are counted as "+OtherPath)
+}
+
+// Validate checks the configuration and resolves TZ into Location.
+func (c *Config) Validate() error {
+	if c.TZ != "" {
+		loc, err := time.LoadLocation(c.TZ)
+		if err != nil {
+			return fmt.Errorf("tz %q: %w", c.TZ, err)
+		}
+		c.Location = loc
+	}
+	if c.MinuteRetention < 0 || c.HourRetention < 0 || c.DayRetention < 0 || c.TopPages < 0 ||
+		c.MaxPaths < 0 || c.MaxDayPaths < 0 {
+		return errors.New("storage limits and retention must not be negative")
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+	if c.TopPages == 0 {
+		c.TopPages = DefaultTopPages
+	}
+	if c.MaxPaths == 0 {
+		c.MaxPaths = DefaultMaxPaths
+	}
+	if c.MaxDayPaths == 0 {
+		c.MaxDayPaths = DefaultMaxDayPaths
+	}
+	if c.MinuteRetention == 0 {
+		c.MinuteRetention = DefaultMinuteRetention
+	}
+	if c.HourRetention == 0 {
+		c.HourRetention = DefaultHourRetention
+	}
+	if c.ExactVisitorsSpan == 0 {
+		c.ExactVisitorsSpan = DefaultExactVisitorsSpan
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 }
 
 // Store is an open database. It is safe for concurrent use: bbolt allows one
 // writer and many readers at once.
 type Store struct {
+	cfg  Config
 	db   *bolt.DB
 	site []byte
 	salt uint64
+
+	mu      sync.Mutex
+	touched map[int64]time.Time // minute -> when a commit last wrote it
 }
 
-// Open opens or creates the database at path.
-func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+// Open opens or creates the database at path with the default configuration.
+func Open(path string) (*Store, error) { return OpenConfig(Config{Path: path}) }
+
+// OpenConfig opens or creates the database cfg.Path.
+func OpenConfig(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	s := &Store{db: db, site: []byte(DefaultSite)}
+	cfg.defaults()
+	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	}
+	s := &Store{cfg: cfg, db: db, site: []byte(DefaultSite), touched: make(map[int64]time.Time)}
 	if err := db.Update(s.init); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
 	return s, nil
 }
@@ -94,6 +204,9 @@ func (s *Store) init(tx *bolt.Tx) error {
 			return fmt.Errorf("salt: %w", ErrCorrupt)
 		}
 		s.salt = binary.BigEndian.Uint64(salt)
+		if tx.Bucket(bucketSites).Bucket(s.site) == nil {
+			return fmt.Errorf("site %s missing: %w", s.site, ErrCorrupt)
+		}
 		return nil
 	}
 	if tx.Bucket(bucketPositions) != nil || tx.Bucket(bucketSites) != nil {
@@ -123,8 +236,12 @@ func (s *Store) init(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	_, err = site.CreateBucket(bucketMinutes)
-	return err
+	for _, name := range siteBuckets {
+		if _, err := site.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the database.
@@ -133,41 +250,12 @@ func (s *Store) Close() error { return s.db.Close() }
 // Salt returns the visitor-hash salt chosen when the database was created.
 func (s *Store) Salt() uint64 { return s.salt }
 
-func (s *Store) minutes(tx *bolt.Tx) *bolt.Bucket {
-	return tx.Bucket(bucketSites).Bucket(s.site).Bucket(bucketMinutes)
-}
+// Location returns the zone that days follow.
+func (s *Store) Location() *time.Location { return s.cfg.Location }
 
-// Commit writes a batch's minute deltas and file positions in one
-// transaction. On error nothing of the batch is stored, and the batch is left
-// as it was so that it can be committed again.
-func (s *Store) Commit(b *Batch) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		mb := s.minutes(tx)
-		for minute, d := range b.minutes {
-			key := u64(uint64(minute))
-			var m minuteValue
-			if v := mb.Get(key); v != nil {
-				if err := m.decode(v); err != nil {
-					return fmt.Errorf("minute %d: %w", minute, err)
-				}
-			}
-			m.merge(d)
-			if err := mb.Put(key, m.encode()); err != nil {
-				return err
-			}
-		}
-		pb := tx.Bucket(bucketPositions)
-		for file, off := range b.positions {
-			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+// bucket returns one of the site's buckets.
+func (s *Store) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
+	return tx.Bucket(bucketSites).Bucket(s.site).Bucket(name)
 }
 
 // Position returns the committed read offset of a file, and whether there is
@@ -187,76 +275,22 @@ func (s *Store) Position(file string) (offset int64, ok bool, err error) {
 	return offset, ok, err
 }
 
-// Minute is the stored counts of one UTC minute.
-type Minute struct {
-	Time      time.Time // start of the minute, UTC
-	Requests  int64
-	PageViews int64
-	Visitors  int64 // distinct visitors with a page view in this minute
-}
-
-// Minutes returns the stored minutes in [from, to], oldest first.
-func (s *Store) Minutes(from, to time.Time) ([]Minute, error) {
-	var out []Minute
-	err := s.scan(from, to, func(t time.Time, m *minuteValue) {
-		out = append(out, Minute{Time: t, Requests: m.requests, PageViews: m.pageviews,
-			Visitors: int64(len(m.visitors))})
-	})
-	return out, err
-}
-
-// Detail is a stored minute with the visitor hashes and per-path page views
-// behind its counts, enough to rebuild a live window from.
-type Detail struct {
-	Minute
-	VisitorHashes []uint64         // distinct, sorted
-	Paths         map[string]int64 // page views per path
-}
-
-// Details returns the stored minutes in [from, to] in full, oldest first.
-func (s *Store) Details(from, to time.Time) ([]Detail, error) {
-	var out []Detail
-	err := s.scan(from, to, func(t time.Time, m *minuteValue) {
-		out = append(out, Detail{
-			Minute:        Minute{Time: t, Requests: m.requests, PageViews: m.pageviews, Visitors: int64(len(m.visitors))},
-			VisitorHashes: m.visitors,
-			Paths:         m.paths,
-		})
-	})
-	return out, err
-}
-
-// Last returns the start of the newest stored minute, and whether there is one.
-func (s *Store) Last() (t time.Time, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		k, _ := s.minutes(tx).Cursor().Last()
-		if k != nil {
-			t, ok = time.Unix(int64(binary.BigEndian.Uint64(k))*60, 0).UTC(), true
-		}
-		return nil
-	})
-	return t, ok, err
-}
-
-// scan decodes the minutes in [from, to] in key order. Decoded values are
-// copies, valid after the transaction.
-func (s *Store) scan(from, to time.Time, fn func(time.Time, *minuteValue)) error {
-	lo, hi := u64(uint64(from.Unix()/60)), u64(uint64(to.Unix()/60))
-	return s.db.View(func(tx *bolt.Tx) error {
-		c := s.minutes(tx).Cursor()
-		for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
-			var m minuteValue
-			if err := m.decode(v); err != nil {
-				return fmt.Errorf("minute %x: %w", k, err)
-			}
-			fn(time.Unix(int64(binary.BigEndian.Uint64(k))*60, 0).UTC(), &m)
-		}
-		return nil
-	})
-}
-
 func u64(v uint64) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
+}
+
+// dayKey is the calendar date of t in loc as a big-endian yyyymmdd.
+func dayKey(t time.Time, loc *time.Location) []byte {
+	y, m, d := t.In(loc).Date()
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(y*10000+int(m)*100+d))
+	return b[:]
+}
+
+// dayStart is the start of the day a dayKey names.
+func dayStart(k []byte, loc *time.Location) time.Time {
+	v := int(binary.BigEndian.Uint32(k))
+	return time.Date(v/10000, time.Month(v/100%100), v%100, 0, 0, 0, 0, loc)
 }

@@ -1,8 +1,14 @@
 package storage
 
 import (
+	"context"
+	"encoding/hex"
 	"errors"
-	"maps"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,11 +19,25 @@ import (
 	"github.com/logtally/logtally/window"
 )
 
+var update = flag.Bool("update", false, "rewrite golden files")
+
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-func mustOpen(t *testing.T, path string) *Store {
+// fixedNow is a clock a day after t0, so that nothing in the tests expires.
+func fixedNow() time.Time { return t0.Add(24 * time.Hour) }
+
+func mustOpen(t *testing.T, cfg Config) *Store {
 	t.Helper()
-	s, err := Open(path)
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(t.TempDir(), "db")
+	}
+	if cfg.Now == nil {
+		cfg.Now = fixedNow
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
+	s, err := OpenConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,39 +45,51 @@ func mustOpen(t *testing.T, path string) *Store {
 	return s
 }
 
-func hit(sec int64, pageview bool, visitor uint64) window.Hit {
-	return window.Hit{Time: t0.Unix() + sec, PageView: pageview, Visitor: visitor, Path: []byte("/")}
+func page(sec int64, visitor uint64, path string) window.Hit {
+	return window.Hit{Time: t0.Unix() + sec, PageView: true, Visitor: visitor, Path: []byte(path)}
+}
+
+func asset(sec int64) window.Hit {
+	return window.Hit{Time: t0.Unix() + sec, Path: []byte("/app.css")}
+}
+
+func commit(t *testing.T, s *Store, fill func(b *Batch)) {
+	t.Helper()
+	b := NewBatch()
+	fill(b)
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestCommitMergesMinutes(t *testing.T) {
-	s := mustOpen(t, filepath.Join(t.TempDir(), "db"))
-	b := NewBatch()
-	b.Add(hit(0, true, 1))
-	b.Add(hit(10, true, 2))
-	b.Add(hit(59, false, 0))
-	b.Add(hit(60, true, 1)) // next minute
-	b.SetPosition("a.log", 100)
-	if err := s.Commit(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Reset()
-	b.Add(hit(30, true, 2)) // visitor 2 again in minute 0: still 2 distinct
-	b.Add(hit(31, true, 3))
-	b.SetPosition("a.log", 180)
-	if err := s.Commit(b); err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, Config{})
+	commit(t, s, func(b *Batch) {
+		b.Add(page(0, 1, "/a"), 200, 100, false)
+		b.Add(page(10, 2, "/b"), 200, 100, false)
+		b.Add(asset(59), 304, 0, false)
+		b.Reject(0)
+		b.Add(page(60, 1, "/a"), 200, 10, false) // next minute
+		b.SetPosition("a.log", 100)
+	})
+	commit(t, s, func(b *Batch) {
+		b.Add(page(30, 2, "/b"), 200, 1, false) // visitor 2 again in minute 0: still 2 distinct
+		b.Add(page(31, 3, "/a"), 404, 1, false)
+		b.SetPosition("a.log", 180)
+	})
 
 	got, err := s.Minutes(t0, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Minute{
-		{Time: t0, Requests: 5, PageViews: 4, Visitors: 3},
-		{Time: t0.Add(time.Minute), Requests: 1, PageViews: 1, Visitors: 1},
+		{Time: t0, Counts: Counts{Requests: 5, PageViews: 4, Visitors: 3, Status: [5]int64{0, 3, 1, 1, 0},
+			Bytes: 202, Rejected: 1, Top: []PageCount{{"/a", 2}, {"/b", 2}}}},
+		{Time: t0.Add(time.Minute), Counts: Counts{Requests: 1, PageViews: 1, Visitors: 1, Status: [5]int64{0, 1, 0, 0, 0},
+			Bytes: 10, Top: []PageCount{{"/a", 1}}}},
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("minutes = %+v, want %+v", got, want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("minutes =\n%+v\nwant\n%+v", got, want)
 	}
 	if off, ok, err := s.Position("a.log"); err != nil || !ok || off != 180 {
 		t.Errorf("Position = %d %v %v, want 180 true nil", off, ok, err)
@@ -67,26 +99,243 @@ func TestCommitMergesMinutes(t *testing.T) {
 	}
 }
 
+func TestRollupsEqualSumOfMinutes(t *testing.T) {
+	s := mustOpen(t, Config{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5 { // several batches, each over the whole span: late lines included
+		commit(t, s, func(b *Batch) {
+			for range 3000 {
+				sec := int64(rng.IntN(3 * 3600))
+				if rng.IntN(3) == 0 {
+					b.Add(asset(sec), 200+100*rng.IntN(4), int64(rng.IntN(5000)), false)
+				} else {
+					b.Add(page(sec, uint64(rng.IntN(500)), fmt.Sprintf("/p%d", rng.IntN(30))), 200, int64(rng.IntN(5000)), false)
+				}
+			}
+		})
+	}
+	minutes, _ := s.Minutes(t0, t0.Add(3*time.Hour))
+	hours, _ := s.Hours(t0, t0.Add(3*time.Hour))
+	days, _ := s.Days(t0, t0)
+	if len(hours) != 3 || len(days) != 1 {
+		t.Fatalf("%d hours, %d days; want 3 and 1", len(hours), len(days))
+	}
+	sum := func(ms []Minute) Counts {
+		var c Counts
+		for _, m := range ms {
+			c.Requests += m.Requests
+			c.PageViews += m.PageViews
+			c.Bytes += m.Bytes
+			c.Rejected += m.Rejected
+			for i := range c.Status {
+				c.Status[i] += m.Status[i]
+			}
+		}
+		return c
+	}
+	same := func(a, b Counts) bool {
+		return a.Requests == b.Requests && a.PageViews == b.PageViews && a.Bytes == b.Bytes &&
+			a.Rejected == b.Rejected && a.Status == b.Status
+	}
+	for _, h := range hours {
+		var in []Minute
+		for _, m := range minutes {
+			if m.Time.Truncate(time.Hour).Equal(h.Time) {
+				in = append(in, m)
+			}
+		}
+		if want := sum(in); !same(h.Counts, want) {
+			t.Errorf("hour %s = %+v, want the sum of its minutes %+v", h.Time, h.Counts, want)
+		}
+	}
+	if want := sum(minutes); !same(days[0].Counts, want) {
+		t.Errorf("day = %+v, want the sum of its minutes %+v", days[0].Counts, want)
+	}
+}
+
+func TestHourlyVisitorsWithinTwoPercent(t *testing.T) {
+	s := mustOpen(t, Config{})
+	const n = 100_000
+	rng := rand.New(rand.NewPCG(3, 4))
+	for part := range 4 {
+		commit(t, s, func(b *Batch) {
+			for i := part * n / 4; i < (part+1)*n/4; i++ {
+				v := rng.Uint64()
+				b.Add(page(int64(rng.IntN(3600)), v, "/"), 200, 0, false)
+				b.Add(page(int64(rng.IntN(3600)), v, "/"), 200, 0, false) // a repeat visit
+			}
+		})
+	}
+	hours, err := s.Hours(t0, t0)
+	if err != nil || len(hours) != 1 {
+		t.Fatalf("hours = %v, %v", hours, err)
+	}
+	got := hours[0].Visitors
+	if e := math.Abs(float64(got-n)) / n; e > 0.02 {
+		t.Errorf("hourly visitors = %d, want within 2%% of %d (off by %.2f%%)", got, n, 100*e)
+	}
+	if !hours[0].Approximate {
+		t.Error("hourly visitors not marked approximate")
+	}
+}
+
+func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
+	s := mustOpen(t, Config{ExactVisitorsSpan: time.Hour})
+	commit(t, s, func(b *Batch) { b.Add(page(0, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *Batch) { b.Add(page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
+	commit(t, s, func(b *Batch) { b.Add(page(3*3600, 3, "/"), 200, 0, false) })
+	s.mu.Lock()
+	clear(s.touched) // as if the writes were long ago
+	s.mu.Unlock()
+	if _, err := s.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.MinuteVisitors(t0); ok {
+		t.Fatal("visitor set of an old minute survived compaction")
+	}
+	m, _ := s.Minutes(t0, t0)
+	if m[0].Visitors != 2 || m[0].Approximate {
+		t.Fatalf("compacted minute = %+v, want 2 exact visitors", m[0].Counts)
+	}
+	commit(t, s, func(b *Batch) { b.Add(page(5, 1, "/"), 200, 0, false); b.Add(page(6, 9, "/"), 200, 0, false) })
+	m, _ = s.Minutes(t0, t0)
+	if !m[0].Approximate || m[0].Visitors != 3 || m[0].PageViews != 4 {
+		t.Errorf("late lines into a compacted minute: %+v, want 4 page views, ~3 visitors, approximate", m[0].Counts)
+	}
+	series, _ := s.Series(t0, t0, time.Minute)
+	if !series.Approximate {
+		t.Error("series over an approximate minute does not say so")
+	}
+}
+
+func TestRetention(t *testing.T) {
+	now := t0.Add(30 * 24 * time.Hour)
+	s := mustOpen(t, Config{Now: func() time.Time { return now }, MinuteRetention: 14 * 24 * time.Hour,
+		HourRetention: 20 * 24 * time.Hour, DayRetention: 25 * 24 * time.Hour})
+	day := int64(24 * 3600)
+	// Written before the clock moved, as if stored long ago.
+	s.cfg.Now = func() time.Time { return t0 }
+	commit(t, s, func(b *Batch) {
+		for _, d := range []int64{0, 6, 12, 20} { // 30, 24, 18 and 10 days before now
+			b.Add(page(d*day, 1, "/"), 200, 0, false)
+		}
+	})
+	s.cfg.Now = func() time.Time { return now }
+	if _, err := s.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	all := t0.Add(-time.Hour)
+	minutes, _ := s.Minutes(all, now)
+	hours, _ := s.Hours(all, now)
+	days, _ := s.Days(all, now)
+	if len(minutes) != 1 || len(hours) != 2 || len(days) != 3 {
+		t.Errorf("after pruning: %d minutes, %d hours, %d days; want 1, 2, 3", len(minutes), len(hours), len(days))
+	}
+	// New lines older than retention still reach their rollups, not their minute.
+	commit(t, s, func(b *Batch) { b.Add(page(13*day, 1, "/"), 200, 0, false) })
+	if m, _ := s.Minutes(all, now); len(m) != 1 {
+		t.Errorf("expired minute written: %d minutes", len(m))
+	}
+	if h, _ := s.Hours(all, now); len(h) != 3 {
+		t.Errorf("hour of a late line not written: %d hours", len(h))
+	}
+}
+
+func TestPathCountsAndCaps(t *testing.T) {
+	s := mustOpen(t, Config{MaxPaths: 3, MaxDayPaths: 2})
+	commit(t, s, func(b *Batch) {
+		b.Add(page(0, 1, "/a"), 200, 0, false)
+		b.Add(page(1, 1, "/a"), 200, 0, false)
+		b.Add(page(2, 1, "/b"), 200, 0, false)
+		b.Add(page(24*3600, 1, "/c"), 200, 0, false) // next day
+	})
+	commit(t, s, func(b *Batch) {
+		b.Add(page(3, 1, "/c"), 200, 0, false) // day cap reached: /c counts as other today
+		b.Add(page(4, 1, "/d"), 200, 0, false) // all-time cap reached too
+	})
+	got, err := s.PathCounts([]string{"/a", "/b", "/c", "/d", OtherPath}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PathCount{{"/a", 2, 2}, {"/b", 1, 1}, {"/c", 0, 2}, {"/d", 0, 0}, {OtherPath, 2, 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("PathCounts = %+v, want %+v", got, want)
+	}
+}
+
+func TestSeries(t *testing.T) {
+	s := mustOpen(t, Config{})
+	commit(t, s, func(b *Batch) {
+		for i := range int64(20) {
+			b.Add(page(i*60, uint64(i%3), "/"), 200, 0, false) // one page view a minute, visitors 0,1,2
+		}
+	})
+	tests := []struct {
+		step   time.Duration
+		points int
+		first  Point
+		approx bool
+	}{
+		{time.Minute, 20, Point{Time: t0, Requests: 1, PageViews: 1, Visitors: 1}, false},
+		{5 * time.Minute, 4, Point{Time: t0, Requests: 5, PageViews: 5, Visitors: 3}, true},
+		{time.Hour, 1, Point{Time: t0, Requests: 20, PageViews: 20, Visitors: 3}, true},
+		{24 * time.Hour, 1, Point{Time: t0.Truncate(24 * time.Hour), Requests: 20, PageViews: 20, Visitors: 3}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.step.String(), func(t *testing.T) {
+			got, err := s.Series(t0, t0.Add(19*time.Minute), tt.step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Points) != tt.points || got.Points[0] != tt.first || got.Approximate != tt.approx {
+				t.Errorf("%d points, first %+v, approximate %v; want %d, %+v, %v",
+					len(got.Points), got.Points[0], got.Approximate, tt.points, tt.first, tt.approx)
+			}
+		})
+	}
+	if _, err := s.Series(t0, t0.Add(MaxPoints*time.Minute), time.Minute); !errors.Is(err, ErrTooManyPoints) {
+		t.Errorf("10,001 points: err = %v, want ErrTooManyPoints", err)
+	}
+}
+
+func TestWindowSeconds(t *testing.T) {
+	s := mustOpen(t, Config{})
+	commit(t, s, func(b *Batch) {
+		b.Add(page(0, 1, "/a"), 200, 0, true)
+		b.Add(page(0, 2, "/a"), 200, 0, true)
+		b.Add(page(1, 1, "/b"), 200, 0, true)
+		b.Add(page(2, 1, "/x"), 200, 0, false) // not live: not kept per second
+	})
+	commit(t, s, func(b *Batch) {
+		b.Add(page(1, 3, "/b"), 200, 0, true)
+		b.SetWindowStart(t0.Unix() + 1) // second 0 has left the window
+	})
+	got, err := s.WindowSeconds(0, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []WindowSecond{{Time: t0.Unix() + 1, Requests: 2, PageViews: 2, Visitors: []uint64{1, 3},
+		Paths: map[string]int64{"/b": 2}}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("seconds = %+v, want %+v", got, want)
+	}
+}
+
 func TestReopenKeepsDataAndSalt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
-	s, err := Open(path)
+	s, err := OpenConfig(Config{Path: path, Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
 	salt := s.Salt()
-	b := NewBatch()
-	b.Add(hit(0, true, 9))
-	if err := s.Commit(b); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, s, func(b *Batch) { b.Add(page(0, 9, "/"), 200, 0, false) })
 	s.Close()
 
-	s = mustOpen(t, path)
+	s = mustOpen(t, Config{Path: path})
 	if s.Salt() != salt {
 		t.Errorf("salt changed across reopen")
 	}
-	got, _ := s.Minutes(t0, t0)
-	if len(got) != 1 || got[0].Requests != 1 {
+	if got, _ := s.Minutes(t0, t0); len(got) != 1 || got[0].Requests != 1 {
 		t.Errorf("minutes after reopen = %+v", got)
 	}
 }
@@ -102,25 +351,69 @@ func TestRefusesUnknownSchema(t *testing.T) {
 		return b.Put(keySchema, u64(SchemaVersion+1))
 	})
 	db.Close()
+	before, _ := os.ReadFile(path)
 	if _, err := Open(path); !errors.Is(err, ErrSchema) {
 		t.Fatalf("Open = %v, want ErrSchema", err)
 	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("refused file was modified")
+	}
 }
 
-func TestMinuteEncodingRoundTrip(t *testing.T) {
-	m := minuteValue{requests: 300, pageviews: 7, visitors: []uint64{1, 5, 1 << 63},
-		paths: map[string]int64{"/": 4, "/a/b": 3}}
-	var got minuteValue
-	if err := got.decode(m.encode()); err != nil {
+// TestRecordEncodingGolden pins the stored layout: a change to it must come
+// with a new encoding version.
+func TestRecordEncodingGolden(t *testing.T) {
+	r := record{Counts: Counts{Requests: 300, PageViews: 7, Visitors: 3, Approximate: true,
+		Status: [5]int64{0, 250, 20, 25, 5}, Bytes: 123456, Rejected: 2,
+		Top: []PageCount{{"/a", 4}, {"/b/c", 2}}, Other: 1}}
+	for _, v := range []uint64{1, 5, 1 << 63} {
+		r.sketch().InsertHash(v)
+	}
+	enc, err := r.encode()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got.requests != m.requests || got.pageviews != m.pageviews || !slices.Equal(got.visitors, m.visitors) ||
-		!maps.Equal(got.paths, m.paths) {
-		t.Errorf("round trip = %+v, want %+v", got, m)
+	golden := filepath.Join("testdata", "record.golden")
+	got := hex.Dump(enc)
+	if *update {
+		os.WriteFile(golden, []byte(got), 0o644)
 	}
-	for _, bad := range [][]byte{nil, {2}, {1, 0x80}, append(m.encode(), 0), m.encode()[:len(m.encode())-1]} {
-		if err := got.decode(bad); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("decode(%x) = %v, want ErrCorrupt", bad, err)
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("encoding changed:\n%s\nwant\n%s", got, want)
+	}
+	var back record
+	if err := back.decode(enc, true); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(back.Counts) != fmt.Sprint(r.Counts) || back.hll.Estimate() != 3 {
+		t.Errorf("round trip = %+v, want %+v", back.Counts, r.Counts)
+	}
+	for i := range len(enc) {
+		if err := back.decode(enc[:i], true); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decode of %d of %d bytes = %v, want ErrCorrupt", i, len(enc), err)
 		}
 	}
+	if err := back.decode(append(enc, 0), true); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("decode with a trailing byte = %v, want ErrCorrupt", err)
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	r := record{Counts: Counts{Requests: 1, Top: []PageCount{{"/", 1}}}}
+	enc, _ := r.encode()
+	f.Add(enc)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r record
+		if err := r.decode(b, true); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decode error %v is not ErrCorrupt", err)
+		}
+		var s second
+		if err := s.decode(b); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("second decode error %v is not ErrCorrupt", err)
+		}
+	})
 }

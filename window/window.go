@@ -218,6 +218,9 @@ func (w *Window) evict(s *slot) {
 	clear(s.paths)
 }
 
+// Start returns the first second inside the window.
+func (w *Window) Start() int64 { return w.now - w.length + 1 }
+
 // Snapshot is an immutable view of a window at one moment.
 type Snapshot struct {
 	From      time.Time // start of the window: its first second
@@ -233,6 +236,17 @@ type Snapshot struct {
 type PageCount struct {
 	Path      string
 	PageViews int64
+}
+
+// PathViews returns a path's page views in the snapshot, and whether the
+// path is among the snapshot's pages.
+func (s *Snapshot) PathViews(path string) (int64, bool) {
+	for _, p := range s.Pages {
+		if p.Path == path {
+			return p.PageViews, true
+		}
+	}
+	return 0, false
 }
 
 // Publish builds a Snapshot of the current counts and makes it the one that

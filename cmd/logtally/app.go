@@ -106,7 +106,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if _, err := m.Parser.Compile(); err != nil {
 		return fmt.Errorf("--format: %w", err)
 	}
-	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate())
+	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Store.Validate())
 }
 
 // Run starts the command. For run, it returns once the API is listening and
@@ -127,7 +127,9 @@ func (m *Main) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if m.store, err = storage.Open(m.Store.Path); err != nil {
+	storeCfg := m.Store
+	storeCfg.Now = m.Now
+	if m.store, err = storage.OpenConfig(storeCfg); err != nil {
 		return err
 	}
 	m.Rules.Salt = m.store.Salt()
@@ -137,6 +139,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	cfg := m.Ingest
 	cfg.Format, cfg.Rules, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, &m.Rules, m.win, m.store, m.Now, m.Logger
+	cfg.PersistWindow = m.Command == "run"
 	m.pipeline = ingest.New(cfg)
 	ctx, m.cancel = context.WithCancel(ctx)
 	if m.Command == "replay" {
@@ -145,8 +148,9 @@ func (m *Main) Run(ctx context.Context) error {
 	return m.run(ctx)
 }
 
-// openWindow builds the live window and refills it from the stored minutes
-// it covers, so a restart does not start from zero.
+// openWindow builds the live window and refills it from the store: exactly
+// from the per-second state a previous run kept, and, for older parts of the
+// window that only a replay wrote, to the minute from the stored minutes.
 func (m *Main) openWindow() error {
 	end := m.Now()
 	if m.Ingest.Anchor == ingest.AnchorLog {
@@ -160,12 +164,35 @@ func (m *Main) openWindow() error {
 		}
 	}
 	m.win = window.New(m.Window, end)
-	details, err := m.store.Details(end.Add(-m.Window.Length), end)
+	start := m.win.Start()
+	seconds, err := m.store.WindowSeconds(start, end.Unix())
 	if err != nil {
 		return err
 	}
-	for _, d := range details {
-		m.win.Seed(d.Time.Unix()+59, d.Requests, d.PageViews, d.VisitorHashes, d.Paths)
+	exactFrom := end.Unix() + 1
+	if len(seconds) > 0 {
+		exactFrom = seconds[0].Time - seconds[0].Time%60 // whole minutes before it
+	}
+	minutes, err := m.store.Minutes(time.Unix(start, 0), time.Unix(exactFrom-1, 0))
+	if err != nil {
+		return err
+	}
+	for _, mi := range minutes {
+		if mi.Time.Unix()+59 >= exactFrom {
+			continue
+		}
+		visitors, _, err := m.store.MinuteVisitors(mi.Time)
+		if err != nil {
+			return err
+		}
+		paths := make(map[string]int64, len(mi.Top))
+		for _, p := range mi.Top {
+			paths[p.Path] = p.PageViews
+		}
+		m.win.Seed(mi.Time.Unix()+59, mi.Requests, mi.PageViews, visitors, paths)
+	}
+	for _, sec := range seconds {
+		m.win.Seed(sec.Time, sec.Requests, sec.PageViews, sec.Visitors, sec.Paths)
 	}
 	m.win.Publish()
 	return nil
@@ -188,6 +215,11 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	m.done = make(chan error, 1)
 	go func() { m.done <- m.pipeline.Run(ctx, chunks) }()
+	m.readers.Add(1)
+	go func() {
+		defer m.readers.Done()
+		m.store.RunPruner(ctx, time.Minute, m.Logger)
+	}()
 
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
@@ -195,7 +227,8 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	m.listener = ln
 	m.server = &http.Server{
-		Handler:           api.New(api.Config{Snapshot: m.win.Current, Logger: m.Logger}),
+		Handler: api.New(api.Config{Snapshot: m.win.Current, History: m.store, Ready: m.pipeline.Err,
+			Now: m.Now, Logger: m.Logger}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,

@@ -1,0 +1,288 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Commit writes everything a batch holds in one transaction: minute, hour
+// and day deltas, per-path counts, the live window's seconds and the file
+// positions. On error nothing of the batch is stored and the batch is left
+// as it was, so that it can be committed again.
+func (s *Store) Commit(b *Batch) error {
+	now := s.cfg.Now()
+	minuteFloor := floorDiv(now.Add(-s.cfg.MinuteRetention).Unix(), 60)
+	hourFloor := floorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)
+	var dayFloor []byte
+	if s.cfg.DayRetention > 0 {
+		dayFloor = dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)
+	}
+	hourPathFloor := dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location)
+
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		hours := make(map[int64]*record)
+		days := make(map[string]*record)
+		dayPaths := make(map[string]map[string]int64)
+		allPaths := make(map[string]int64)
+
+		for _, minute := range slices.Sorted(maps.Keys(b.minutes)) {
+			d := b.minutes[minute]
+			day := string(dayKey(unixMinute(minute), s.cfg.Location))
+			rollup(hours, floorDiv(minute, 60), d)
+			rollup(days, day, d)
+			if len(d.paths) > 0 {
+				dp := dayPaths[day]
+				if dp == nil {
+					dp = make(map[string]int64, len(d.paths))
+					dayPaths[day] = dp
+				}
+				for p, n := range d.paths {
+					dp[p] += n
+					allPaths[p] += n
+				}
+			}
+			if minute < minuteFloor {
+				continue // its rollups are kept, the minute itself has expired
+			}
+			if err := s.commitMinute(tx, minute, d); err != nil {
+				return err
+			}
+		}
+		hb := s.bucket(tx, bucketHours)
+		for _, hour := range slices.Sorted(maps.Keys(hours)) {
+			if hour < hourFloor {
+				continue
+			}
+			if err := mergeRollup(hb, u64(uint64(hour)), hours[hour]); err != nil {
+				return fmt.Errorf("hour %d: %w", hour, err)
+			}
+		}
+		db := s.bucket(tx, bucketDays)
+		for _, day := range slices.Sorted(maps.Keys(days)) {
+			if dayFloor != nil && day < string(dayFloor) {
+				continue
+			}
+			if err := mergeRollup(db, []byte(day), days[day]); err != nil {
+				return fmt.Errorf("day %x: %w", day, err)
+			}
+		}
+		if err := s.commitPaths(tx, allPaths, dayPaths, hourPathFloor); err != nil {
+			return err
+		}
+		if err := s.commitSeconds(tx, b); err != nil {
+			return err
+		}
+		pb := tx.Bucket(bucketPositions)
+		for file, off := range b.positions {
+			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	s.mu.Lock()
+	for minute := range b.minutes {
+		s.touched[minute] = now
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// rollup adds a minute's delta to the hour or day record it belongs to.
+func rollup[K comparable](m map[K]*record, k K, d *counts) {
+	r := m[k]
+	if r == nil {
+		r = &record{}
+		m[k] = r
+	}
+	r.add(d)
+	if len(d.visitors) > 0 {
+		sk := r.sketch()
+		for v := range d.visitors {
+			sk.InsertHash(v)
+		}
+	}
+}
+
+// mergeRollup merges a delta record into the stored hour or day at key.
+// Rollup visitors always come from the merged sketch.
+func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
+	var r record
+	if v := b.Get(key); v != nil {
+		if err := r.decode(v, true); err != nil {
+			return err
+		}
+	}
+	r.Requests += d.Requests
+	r.PageViews += d.PageViews
+	r.Bytes += d.Bytes
+	r.Rejected += d.Rejected
+	for i := range r.Status {
+		r.Status[i] += d.Status[i]
+	}
+	if d.hll != nil {
+		if err := r.sketch().Merge(d.hll); err != nil {
+			return err
+		}
+	}
+	if r.hll != nil {
+		r.Visitors = int64(r.hll.Estimate())
+	}
+	r.Approximate = true
+	v, err := r.encode()
+	if err != nil {
+		return err
+	}
+	return b.Put(key, v)
+}
+
+// commitMinute merges a delta into its stored minute. The minute's visitor
+// count stays exact while its visitor set is stored; once the set has been
+// compacted away, new visitors can only go into the sketch and the count
+// becomes the sketch's estimate.
+func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts) error {
+	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
+	key := u64(uint64(minute))
+	var r record
+	if v := mb.Get(key); v != nil {
+		if err := r.decode(v, true); err != nil {
+			return fmt.Errorf("minute %d: %w", minute, err)
+		}
+	}
+	r.add(d)
+	if len(d.visitors) > 0 {
+		sk := r.sketch()
+		for v := range d.visitors {
+			sk.InsertHash(v)
+		}
+		stored := vb.Get(key)
+		if !r.Approximate && (stored != nil || r.Visitors == 0) {
+			set, err := decodeHashes(stored)
+			if err != nil {
+				return fmt.Errorf("minute %d: %w", minute, err)
+			}
+			for v := range d.visitors {
+				set = append(set, v)
+			}
+			slices.Sort(set)
+			set = slices.Compact(set)
+			r.Visitors = int64(len(set))
+			if err := vb.Put(key, encodeHashes(set)); err != nil {
+				return err
+			}
+		} else {
+			r.Approximate = true
+			r.Visitors = int64(sk.Estimate())
+		}
+	}
+	r.mergeTop(d.paths, s.cfg.TopPages)
+	v, err := r.encode()
+	if err != nil {
+		return err
+	}
+	mb.FillPercent = 0.9 // minutes are mostly appended in order
+	return mb.Put(key, v)
+}
+
+// commitPaths adds page views to the all-time and per-day path counts. A path
+// not yet counted when its cap is reached is counted as OtherPath.
+func (s *Store) commitPaths(tx *bolt.Tx, all map[string]int64, days map[string]map[string]int64, floor []byte) error {
+	counters := s.bucket(tx, bucketCounters)
+	pb := s.bucket(tx, bucketPaths)
+	if err := addCounts(pb, counters, []byte("paths"), nil, all, s.cfg.MaxPaths); err != nil {
+		return err
+	}
+	dpb := s.bucket(tx, bucketDayPaths)
+	for _, day := range slices.Sorted(maps.Keys(days)) {
+		if day < string(floor) {
+			continue
+		}
+		if err := addCounts(dpb, counters, append([]byte("paths/"), day...), []byte(day), days[day], s.cfg.MaxDayPaths); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addCounts adds counts to the keys prefix+path of b, with at most limit
+// distinct paths, tracked by the counter at counterKey.
+func addCounts(b, counters *bolt.Bucket, counterKey, prefix []byte, counts map[string]int64, limit int) error {
+	distinct := getUvarint(counters.Get(counterKey))
+	added := uint64(0)
+	key := make([]byte, 0, 256)
+	other := int64(0)
+	for _, p := range slices.Sorted(maps.Keys(counts)) {
+		key = append(append(key[:0], prefix...), p...)
+		old := b.Get(key)
+		if old == nil && p != OtherPath {
+			if distinct+added >= uint64(limit) {
+				other += counts[p]
+				continue
+			}
+			added++
+		}
+		if err := b.Put(bytes.Clone(key), binary.AppendUvarint(nil, getUvarint(old)+uint64(counts[p]))); err != nil {
+			return err
+		}
+	}
+	if other > 0 {
+		key = append(append(key[:0], prefix...), OtherPath...)
+		if err := b.Put(bytes.Clone(key), binary.AppendUvarint(nil, getUvarint(b.Get(key))+uint64(other))); err != nil {
+			return err
+		}
+	}
+	if added > 0 {
+		return counters.Put(counterKey, binary.AppendUvarint(nil, distinct+added))
+	}
+	return nil
+}
+
+func getUvarint(b []byte) uint64 {
+	v, _ := binary.Uvarint(b)
+	return v
+}
+
+// commitSeconds stores the live window's per-second state and drops the
+// seconds that have left the window.
+func (s *Store) commitSeconds(tx *bolt.Tx, b *Batch) error {
+	sb := s.bucket(tx, bucketSeconds)
+	for _, sec := range slices.Sorted(maps.Keys(b.seconds)) {
+		if sec < b.windowStart {
+			continue
+		}
+		key := u64(uint64(sec))
+		var v second
+		if old := sb.Get(key); old != nil {
+			if err := v.decode(old); err != nil {
+				return fmt.Errorf("second %d: %w", sec, err)
+			}
+		}
+		v.merge(b.seconds[sec])
+		if err := sb.Put(key, v.encode()); err != nil {
+			return err
+		}
+	}
+	if b.windowStart <= 0 {
+		return nil
+	}
+	var stale [][]byte
+	c := sb.Cursor()
+	end := u64(uint64(b.windowStart))
+	for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.Next() {
+		stale = append(stale, bytes.Clone(k))
+	}
+	for _, k := range stale {
+		if err := sb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/axiomhq/hyperloglog"
+	bolt "go.etcd.io/bbolt"
+)
+
+func unixMinute(m int64) time.Time { return time.Unix(m*60, 0).UTC() }
+
+// Minute is the stored counts of one UTC minute.
+type Minute struct {
+	Time time.Time // start of the minute, UTC
+	Counts
+}
+
+// Minutes returns the stored minutes in [from, to], oldest first.
+func (s *Store) Minutes(from, to time.Time) ([]Minute, error) {
+	var out []Minute
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scan(s.bucket(tx, bucketMinutes), minuteKey(from), minuteKey(to), false,
+			func(k []byte, r *record) {
+				out = append(out, Minute{Time: unixMinute(int64(binary.BigEndian.Uint64(k))), Counts: r.Counts})
+			})
+	})
+	return out, err
+}
+
+// Hours returns the stored hours in [from, to], oldest first; Time is the
+// start of each hour.
+func (s *Store) Hours(from, to time.Time) ([]Minute, error) {
+	var out []Minute
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scan(s.bucket(tx, bucketHours), u64(uint64(floorDiv(from.Unix(), 3600))),
+			u64(uint64(floorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
+				out = append(out, Minute{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
+			})
+	})
+	return out, err
+}
+
+// Days returns the stored days in [from, to], oldest first; Time is the start
+// of each day in the store's zone.
+func (s *Store) Days(from, to time.Time) ([]Minute, error) {
+	var out []Minute
+	loc := s.cfg.Location
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scan(s.bucket(tx, bucketDays), dayKey(from, loc), dayKey(to, loc), false, func(k []byte, r *record) {
+			out = append(out, Minute{Time: dayStart(k, loc), Counts: r.Counts})
+		})
+	})
+	return out, err
+}
+
+func minuteKey(t time.Time) []byte { return u64(uint64(floorDiv(t.Unix(), 60))) }
+
+// scan decodes the records with keys in [lo, hi] in key order.
+func scan(b *bolt.Bucket, lo, hi []byte, withSketch bool, fn func(k []byte, r *record)) error {
+	c := b.Cursor()
+	for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
+		var r record
+		if err := r.decode(v, withSketch); err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		fn(k, &r)
+	}
+	return nil
+}
+
+// Last returns the start of the newest stored minute, and whether there is one.
+func (s *Store) Last() (t time.Time, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		k, _ := s.bucket(tx, bucketMinutes).Cursor().Last()
+		if k != nil {
+			t, ok = unixMinute(int64(binary.BigEndian.Uint64(k))), true
+		}
+		return nil
+	})
+	return t, ok, err
+}
+
+// Steps accepted by Series.
+var Steps = map[string]time.Duration{
+	"1m": time.Minute, "5m": 5 * time.Minute, "15m": 15 * time.Minute, "1h": time.Hour, "1d": 24 * time.Hour,
+}
+
+// MaxPoints is the most points one Series call returns.
+const MaxPoints = 10_000
+
+// ErrTooManyPoints means a series request spans more than MaxPoints steps.
+var ErrTooManyPoints = errors.New("too many points")
+
+// Point is one step of a series.
+type Point struct {
+	Time      time.Time
+	Requests  int64
+	PageViews int64
+	Visitors  int64
+}
+
+// Series is the answer to a history query.
+type Series struct {
+	Step        time.Duration
+	Approximate bool // some point's visitors are estimated
+	Points      []Point
+}
+
+// Series returns one point per step from the step containing from to the
+// step containing to. Steps under an hour come from minutes, 1h from hours,
+// 1d from days in the store's zone. Visitors per point are the distinct
+// visitors within that step: exact for a one-minute step unless the minute
+// says otherwise, estimated by merging sketches for longer steps.
+func (s *Store) Series(from, to time.Time, step time.Duration) (Series, error) {
+	out := Series{Step: step}
+	if to.Before(from) {
+		return out, nil
+	}
+	type bin struct {
+		p   Point
+		hll *hyperloglog.Sketch
+	}
+	var starts []time.Time
+	switch step {
+	case 24 * time.Hour:
+		loc := s.cfg.Location
+		y, m, d := from.In(loc).Date()
+		for t := time.Date(y, m, d, 0, 0, 0, 0, loc); !t.After(to); t = t.AddDate(0, 0, 1) {
+			if len(starts) == MaxPoints {
+				return out, ErrTooManyPoints
+			}
+			starts = append(starts, t)
+		}
+	default:
+		if step <= 0 || step > time.Hour {
+			return out, fmt.Errorf("step %s: %w", step, ErrTooManyPoints)
+		}
+		first := from.Truncate(step)
+		if n := to.Sub(first)/step + 1; n > MaxPoints {
+			return out, ErrTooManyPoints
+		}
+		for t := first; !t.After(to); t = t.Add(step) {
+			starts = append(starts, t)
+		}
+	}
+	bins := make([]bin, len(starts))
+	for i, t := range starts {
+		bins[i].p.Time = t.UTC()
+	}
+	index := func(t time.Time) int {
+		// starts is sorted; binary search for the last start <= t
+		lo, hi := 0, len(starts)
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if starts[mid].After(t) {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return lo - 1
+	}
+	name, lo, hi := bucketMinutes, minuteKey(starts[0]), minuteKey(to)
+	keyTime := func(k []byte) time.Time { return unixMinute(int64(binary.BigEndian.Uint64(k))) }
+	switch step {
+	case time.Hour:
+		name, lo, hi = bucketHours, u64(uint64(floorDiv(starts[0].Unix(), 3600))), u64(uint64(floorDiv(to.Unix(), 3600)))
+		keyTime = func(k []byte) time.Time { return time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0) }
+	case 24 * time.Hour:
+		loc := s.cfg.Location
+		name, lo, hi = bucketDays, dayKey(starts[0], loc), dayKey(to, loc)
+		keyTime = func(k []byte) time.Time { return dayStart(k, loc) }
+	}
+	merge := step != time.Minute && bytes.Equal(name, bucketMinutes)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scan(s.bucket(tx, name), lo, hi, merge, func(k []byte, r *record) {
+			i := index(keyTime(k))
+			if i < 0 {
+				return
+			}
+			b := &bins[i]
+			b.p.Requests += r.Requests
+			b.p.PageViews += r.PageViews
+			out.Approximate = out.Approximate || r.Approximate
+			if !merge {
+				b.p.Visitors += r.Visitors
+				return
+			}
+			if r.hll != nil {
+				if b.hll == nil {
+					b.hll = hyperloglog.New14()
+				}
+				b.hll.Merge(r.hll)
+			}
+		})
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Points = make([]Point, len(bins))
+	for i := range bins {
+		if bins[i].hll != nil {
+			bins[i].p.Visitors = int64(bins[i].hll.Estimate())
+			out.Approximate = true
+		}
+		out.Points[i] = bins[i].p
+	}
+	return out, nil
+}
+
+// PathCount is a path's stored page views.
+type PathCount struct {
+	Path  string
+	Day   int64 // page views on the day asked for
+	Total int64 // all-time page views
+}
+
+// PathCounts returns the stored page views of each path on the day that
+// contains day (in the store's zone), and all-time.
+func (s *Store) PathCounts(paths []string, day time.Time) ([]PathCount, error) {
+	out := make([]PathCount, len(paths))
+	dk := dayKey(day, s.cfg.Location)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
+		for i, p := range paths {
+			out[i].Path = p
+			out[i].Total = int64(getUvarint(pb.Get([]byte(p))))
+			out[i].Day = int64(getUvarint(dpb.Get(append(bytes.Clone(dk), p...))))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// WindowSecond is one stored second of the live window.
+type WindowSecond struct {
+	Time      int64 // unix second
+	Requests  int64
+	PageViews int64
+	Visitors  []uint64
+	Paths     map[string]int64
+}
+
+// WindowSeconds returns the stored live-window seconds in [from, to].
+func (s *Store) WindowSeconds(from, to int64) ([]WindowSecond, error) {
+	var out []WindowSecond
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := s.bucket(tx, bucketSeconds).Cursor()
+		hi := u64(uint64(to))
+		for k, v := c.Seek(u64(uint64(from))); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
+			var sec second
+			if err := sec.decode(v); err != nil {
+				return fmt.Errorf("second %x: %w", k, err)
+			}
+			out = append(out, WindowSecond{Time: int64(binary.BigEndian.Uint64(k)), Requests: sec.Requests,
+				PageViews: sec.PageViews, Visitors: sec.Visitors, Paths: sec.Paths})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MinuteVisitors returns the exact visitor set stored for a minute, if it is
+// still kept.
+func (s *Store) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := s.bucket(tx, bucketVisitors).Get(minuteKey(minute))
+		if v == nil {
+			return nil
+		}
+		set, err = decodeHashes(v)
+		ok = err == nil
+		return err
+	})
+	return set, ok, err
+}

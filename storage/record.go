@@ -1,0 +1,222 @@
+package storage
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/axiomhq/hyperloglog"
+)
+
+// recordEncoding is the version byte that starts every stored minute, hour
+// and day. A reader refuses any other value rather than guess.
+const recordEncoding = 1
+
+// Counts is what is stored for one minute, hour or day.
+type Counts struct {
+	Requests  int64
+	PageViews int64
+	// Visitors is the number of distinct visitors with a page view. It is
+	// exact for a minute unless Approximate; for hours and days it is
+	// always estimated from the merged sketch.
+	Visitors    int64
+	Approximate bool
+	Status      [5]int64 // requests by status class: 1xx, 2xx, 3xx, 4xx, 5xx
+	Bytes       int64    // response bytes sent
+	Rejected    int64    // lines that did not parse, counted at the time of the line before them
+	Top         []PageCount
+	Other       int64 // page views of paths not in Top
+}
+
+// PageCount is a path's page views.
+type PageCount struct {
+	Path      string
+	PageViews int64
+}
+
+// record is a stored value: the counts and the visitor sketch that lets
+// minutes merge into hours and days.
+type record struct {
+	Counts
+	hll *hyperloglog.Sketch
+}
+
+func (r *record) sketch() *hyperloglog.Sketch {
+	if r.hll == nil {
+		r.hll = hyperloglog.New14()
+	}
+	return r.hll
+}
+
+// add adds a delta's counts (not its visitors or pages) to r.
+func (r *record) add(d *counts) {
+	r.Requests += d.requests
+	r.PageViews += d.pageviews
+	r.Bytes += d.bytes
+	r.Rejected += d.rejected
+	for i := range r.Status {
+		r.Status[i] += d.status[i]
+	}
+}
+
+// mergeTop folds paths into r's top pages, keeping the n most viewed and
+// adding the rest to Other. A path that was folded into Other earlier is not
+// brought back: minute top lists are exact for paths that stay in them.
+func (r *record) mergeTop(paths map[string]int64, n int) {
+	if len(paths) == 0 {
+		return
+	}
+	known := make(map[string]int, len(r.Top))
+	for i, pc := range r.Top {
+		known[pc.Path] = i
+	}
+	for p, c := range paths {
+		if i, ok := known[p]; ok {
+			r.Top[i].PageViews += c
+		} else {
+			r.Top = append(r.Top, PageCount{Path: p, PageViews: c})
+		}
+	}
+	slices.SortFunc(r.Top, func(a, b PageCount) int {
+		if c := cmp.Compare(b.PageViews, a.PageViews); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Path, b.Path)
+	})
+	if len(r.Top) > n {
+		for _, pc := range r.Top[n:] {
+			r.Other += pc.PageViews
+		}
+		r.Top = slices.Clip(r.Top[:n])
+	}
+}
+
+// encode lays a record out as: version; uvarint flags (bit 0: approximate);
+// uvarint requests, page views, visitors, bytes, rejected; five uvarint
+// status classes; uvarint n and n x (uvarint length, path, uvarint views)
+// top pages; uvarint other; uvarint length and the sketch's binary form.
+func (r *record) encode() ([]byte, error) {
+	b := make([]byte, 0, 64+24*len(r.Top))
+	b = append(b, recordEncoding)
+	var flags uint64
+	if r.Approximate {
+		flags |= 1
+	}
+	for _, v := range []uint64{flags, uint64(r.Requests), uint64(r.PageViews), uint64(r.Visitors),
+		uint64(r.Bytes), uint64(r.Rejected)} {
+		b = binary.AppendUvarint(b, v)
+	}
+	for _, v := range r.Status {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.Top)))
+	for _, pc := range r.Top {
+		b = binary.AppendUvarint(b, uint64(len(pc.Path)))
+		b = append(b, pc.Path...)
+		b = binary.AppendUvarint(b, uint64(pc.PageViews))
+	}
+	b = binary.AppendUvarint(b, uint64(r.Other))
+	if r.hll == nil {
+		return binary.AppendUvarint(b, 0), nil
+	}
+	sk, err := r.hll.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b = binary.AppendUvarint(b, uint64(len(sk)))
+	return append(b, sk...), nil
+}
+
+// decoder reads the fields of an encoded record, remembering the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = ErrCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = ErrCorrupt
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// decode reads an encoded record. Nothing in r aliases b.
+func (r *record) decode(b []byte, withSketch bool) error {
+	if len(b) == 0 || b[0] != recordEncoding {
+		return fmt.Errorf("record version: %w", ErrCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	flags := d.uvarint()
+	r.Approximate = flags&1 != 0
+	r.Requests, r.PageViews, r.Visitors = int64(d.uvarint()), int64(d.uvarint()), int64(d.uvarint())
+	r.Bytes, r.Rejected = int64(d.uvarint()), int64(d.uvarint())
+	for i := range r.Status {
+		r.Status[i] = int64(d.uvarint())
+	}
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		return fmt.Errorf("record top pages: %w", ErrCorrupt)
+	}
+	r.Top = make([]PageCount, 0, n)
+	for range n {
+		p := d.bytes()
+		r.Top = append(r.Top, PageCount{Path: string(p), PageViews: int64(d.uvarint())})
+	}
+	r.Other = int64(d.uvarint())
+	sk := d.bytes()
+	if d.err != nil {
+		return fmt.Errorf("record: %w", d.err)
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("record trailing bytes: %w", ErrCorrupt)
+	}
+	r.hll = nil
+	if withSketch && len(sk) > 0 {
+		r.hll = hyperloglog.New14()
+		if err := r.hll.UnmarshalBinary(sk); err != nil {
+			return fmt.Errorf("record sketch: %v: %w", err, ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+// encodeHashes encodes a sorted set of visitor hashes.
+func encodeHashes(set []uint64) []byte {
+	b := make([]byte, 0, 8*len(set))
+	for _, v := range set {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+func decodeHashes(b []byte) ([]uint64, error) {
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("visitor set: %w", ErrCorrupt)
+	}
+	out := make([]uint64, len(b)/8)
+	for i := range out {
+		out[i] = binary.BigEndian.Uint64(b[8*i:])
+	}
+	return out, nil
+}
