@@ -186,6 +186,34 @@ func TestRestartResumesExactly(t *testing.T) {
 	m = start(t, clk.Now, args...)
 	waitFor(t, "the rest read", func() bool { return m.pipeline.Lines() == more })
 	waitFor(t, "stats to include both runs", func() bool { return stats(t, m).Requests == n+more })
+	_, gotStats := get(t, m, "/api/v1/stats")
+	_, gotPages := get(t, m, "/api/v1/pages")
+
+	// An uninterrupted run over the same log must show the same window.
+	whole := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0", log)
+	waitFor(t, "a single run to read everything", func() bool { return whole.pipeline.Lines() == n+more })
+	waitFor(t, "its stats", func() bool { return stats(t, whole).Requests == n+more })
+	if _, want := get(t, whole, "/api/v1/stats"); gotStats != want {
+		t.Errorf("stats after restart = %s\nuninterrupted run  = %s", gotStats, want)
+	}
+	if _, want := get(t, whole, "/api/v1/pages"); gotPages != want {
+		t.Errorf("pages after restart = %s\nuninterrupted run  = %s", gotPages, want)
+	}
+	if s := stats(t, whole); s.Visitors != 50 || s.Pageviews != n+more {
+		t.Errorf("stats = %+v, want 50 visitors and %d page views", s, n+more)
+	}
+
+	// The restored window slides second by second like the uninterrupted
+	// one: 7m30s later only lines less than 150 s older than the start remain.
+	clk.Add(7*time.Minute + 30*time.Second)
+	for _, d := range []*Main{m, whole} {
+		waitFor(t, "the window to slide", func() bool { return stats(t, d).Requests == 150 })
+	}
+	_, a := get(t, m, "/api/v1/pages?limit=1000")
+	_, b := get(t, whole, "/api/v1/pages?limit=1000")
+	if a != b || stats(t, m) != stats(t, whole) {
+		t.Errorf("after sliding, restarted and uninterrupted runs differ:\n%s\n%s", a, b)
+	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}

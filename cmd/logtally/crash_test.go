@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/internal/loggen"
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/window"
+)
+
+// childEnv, when set, makes the test binary run logtally with the
+// arguments it holds instead of the tests: the crash test's child process.
+const childEnv = "LOGTALLY_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childEnv); args != "" {
+		os.Exit(child(strings.Fields(args)))
+	}
+	os.Exit(m.Run())
+}
+
+func child(args []string) int {
+	m := NewMain()
+	m.Stdout = io.Discard
+	if err := m.ParseFlags(args); err != nil {
+		return 2
+	}
+	if err := m.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		m.Close()
+		return 1
+	}
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestCrashRecoveryIsExact kills a replaying child with SIGKILL at random
+// moments, restarts it each time, and finally lets it finish: every stored
+// minute must then equal a recount from the log.
+func TestCrashRecoveryIsExact(t *testing.T) {
+	const kills = 20
+	lines := 60_000
+	if testing.Short() {
+		lines = 20_000
+	}
+	dir := t.TempDir()
+	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
+	g := loggen.New(loggen.Config{Seed: 7, Start: time.Now().Add(-2 * time.Hour).Truncate(time.Minute),
+		Step: 100 * time.Millisecond, Hosts: 3000, Paths: 60, BadEvery: 97})
+	var data []byte
+	for range lines {
+		data = g.Line(data)
+	}
+	if err := os.WriteFile(log, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	rng := rand.New(rand.NewPCG(11, 12))
+	var stderr bytes.Buffer
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=replay --db "+db+" --flush-lines 700 --tz UTC "+log)
+		stderr.Reset()
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	killed, finished := 0, false
+	for killed < kills {
+		cmd := start()
+		time.Sleep(time.Duration(5+rng.IntN(300)) * time.Millisecond) // a random moment to crash at
+		cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		if err == nil {
+			finished = true // it finished before the kill: the final run below will read nothing
+			break
+		}
+		killed++
+	}
+	t.Logf("killed %d times (finished early: %v)", killed, finished)
+	if err := start().Wait(); err != nil {
+		t.Fatalf("final run: %v\n%s", err, stderr.String())
+	}
+
+	s, err := storage.OpenConfig(storage.Config{Path: db, Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want, bad := recount(t, data, s.Salt())
+	got, err := s.Minutes(time.Unix(0, 0), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d minutes stored, want %d", len(got), len(want))
+	}
+	var rejected int64
+	for i, m := range got {
+		rejected += m.Rejected
+		m.Rejected = 0 // a rejected line has no time of its own: only the total is exact
+		if fmt.Sprint(m) != fmt.Sprint(want[i]) {
+			t.Fatalf("minute %s:\n got %+v\nwant %+v", m.Time, m.Counts, want[i].Counts)
+		}
+	}
+	if rejected != bad {
+		t.Errorf("rejected = %d, want %d", rejected, bad)
+	}
+}
+
+// recount computes every minute from the raw log, independently of the
+// batching that stored it.
+func recount(t *testing.T, data []byte, salt uint64) ([]storage.Minute, int64) {
+	t.Helper()
+	format, err := parser.New("combined")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := window.DefaultRules()
+	rules.Salt = salt
+	rules.Init()
+	type acc struct {
+		storage.Counts
+		visitors map[uint64]bool
+		paths    map[string]int64
+	}
+	minutes := map[int64]*acc{}
+	var bad int64
+	var rec parser.Record
+	for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+		if len(line) == 0 {
+			continue
+		}
+		if format.Parse(line, &rec) != nil {
+			bad++
+			continue
+		}
+		h := rules.Classify(&rec)
+		k := h.Time / 60
+		a := minutes[k]
+		if a == nil {
+			a = &acc{visitors: map[uint64]bool{}, paths: map[string]int64{}}
+			minutes[k] = a
+		}
+		a.Requests++
+		a.Bytes += rec.Bytes
+		a.Status[rec.Status/100-1]++
+		if h.PageView {
+			a.PageViews++
+			a.visitors[h.Visitor] = true
+			a.paths[string(h.Path)]++
+		}
+	}
+	var out []storage.Minute
+	for _, k := range slices.Sorted(func(yield func(int64) bool) {
+		for k := range minutes {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		a := minutes[k]
+		a.Visitors = int64(len(a.visitors))
+		for p, n := range a.paths {
+			a.Top = append(a.Top, storage.PageCount{Path: p, PageViews: n})
+		}
+		slices.SortFunc(a.Top, func(x, y storage.PageCount) int {
+			if x.PageViews != y.PageViews {
+				return int(y.PageViews - x.PageViews)
+			}
+			return strings.Compare(x.Path, y.Path)
+		})
+		if len(a.Top) > storage.DefaultTopPages {
+			t.Fatalf("minute %d has %d paths; the test expects all in the top list", k, len(a.Top))
+		}
+		out = append(out, storage.Minute{Time: time.Unix(k*60, 0).UTC(), Counts: a.Counts})
+	}
+	return out, bad
+}
