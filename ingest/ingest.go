@@ -40,14 +40,14 @@ const (
 
 // Config configures a Pipeline.
 type Config struct {
-	Format          *parser.Format
-	Rules           *window.Rules // initialised
-	Window          *window.Window
-	Store           Committer
+	Format *parser.Format
+	Rules  *window.Rules // initialised
+	Window *window.Window
+	Store  Committer
 	// PersistWindow stores the live window's per-second state with each
 	// commit, so that a restart rebuilds the window exactly. Replay, which
 	// has no live window to serve, leaves it off.
-	PersistWindow bool
+	PersistWindow   bool
 	Now             func() time.Time // the clock; time.Now if nil
 	Anchor          string           // AnchorClock (default) or AnchorLog
 	FlushInterval   time.Duration
