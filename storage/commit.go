@@ -2,8 +2,10 @@ package storage
 
 import (
 	"bytes"
+
 	"encoding/binary"
 	"fmt"
+	"github.com/axiomhq/hyperloglog"
 	"maps"
 	"slices"
 
@@ -28,7 +30,6 @@ func (s *Store) Commit(b *Batch) error {
 		hours := make(map[int64]*record)
 		days := make(map[string]*record)
 		dayPaths := make(map[string]map[string]int64)
-		allPaths := make(map[string]int64)
 
 		for _, minute := range slices.Sorted(maps.Keys(b.minutes)) {
 			d := b.minutes[minute]
@@ -43,7 +44,6 @@ func (s *Store) Commit(b *Batch) error {
 				}
 				for p, n := range d.paths {
 					dp[p] += n
-					allPaths[p] += n
 				}
 			}
 			if minute < minuteFloor {
@@ -71,7 +71,7 @@ func (s *Store) Commit(b *Batch) error {
 				return fmt.Errorf("day %x: %w", day, err)
 			}
 		}
-		if err := s.commitPaths(tx, allPaths, dayPaths, hourPathFloor); err != nil {
+		if err := s.commitPaths(tx, dayPaths, hourPathFloor); err != nil {
 			return err
 		}
 		if err := s.commitSeconds(tx, b); err != nil {
@@ -104,12 +104,26 @@ func rollup[K comparable](m map[K]*record, k K, d *counts) {
 		m[k] = r
 	}
 	r.add(d)
-	if len(d.visitors) > 0 {
-		sk := r.sketch()
-		for v := range d.visitors {
+	addVisitors(r.sketch(), d.visitors)
+}
+
+// denseFrom is the delta size from which visitors are gathered in a dense
+// sketch and merged: the sparse form re-sorts itself every few hundred
+// inserts, which is quadratic for large deltas.
+const denseFrom = 256
+
+func addVisitors(sk *hyperloglog.Sketch, visitors map[uint64]struct{}) {
+	if len(visitors) < denseFrom {
+		for v := range visitors {
 			sk.InsertHash(v)
 		}
+		return
 	}
+	dense := hyperloglog.NewNoSparse()
+	for v := range visitors {
+		dense.InsertHash(v)
+	}
+	sk.Merge(dense)
 }
 
 // mergeRollup merges a delta record into the stored hour or day at key.
@@ -160,9 +174,7 @@ func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts) error {
 	r.add(d)
 	if len(d.visitors) > 0 {
 		sk := r.sketch()
-		for v := range d.visitors {
-			sk.InsertHash(v)
-		}
+		addVisitors(sk, d.visitors)
 		stored := vb.Get(key)
 		if !r.Approximate && (stored != nil || r.Visitors == 0) {
 			set, err := decodeHashes(stored)
@@ -190,59 +202,6 @@ func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts) error {
 	}
 	mb.FillPercent = 0.9 // minutes are mostly appended in order
 	return mb.Put(key, v)
-}
-
-// commitPaths adds page views to the all-time and per-day path counts. A path
-// not yet counted when its cap is reached is counted as OtherPath.
-func (s *Store) commitPaths(tx *bolt.Tx, all map[string]int64, days map[string]map[string]int64, floor []byte) error {
-	counters := s.bucket(tx, bucketCounters)
-	pb := s.bucket(tx, bucketPaths)
-	if err := addCounts(pb, counters, []byte("paths"), nil, all, s.cfg.MaxPaths); err != nil {
-		return err
-	}
-	dpb := s.bucket(tx, bucketDayPaths)
-	for _, day := range slices.Sorted(maps.Keys(days)) {
-		if day < string(floor) {
-			continue
-		}
-		if err := addCounts(dpb, counters, append([]byte("paths/"), day...), []byte(day), days[day], s.cfg.MaxDayPaths); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// addCounts adds counts to the keys prefix+path of b, with at most limit
-// distinct paths, tracked by the counter at counterKey.
-func addCounts(b, counters *bolt.Bucket, counterKey, prefix []byte, counts map[string]int64, limit int) error {
-	distinct := getUvarint(counters.Get(counterKey))
-	added := uint64(0)
-	key := make([]byte, 0, 256)
-	other := int64(0)
-	for _, p := range slices.Sorted(maps.Keys(counts)) {
-		key = append(append(key[:0], prefix...), p...)
-		old := b.Get(key)
-		if old == nil && p != OtherPath {
-			if distinct+added >= uint64(limit) {
-				other += counts[p]
-				continue
-			}
-			added++
-		}
-		if err := b.Put(bytes.Clone(key), binary.AppendUvarint(nil, getUvarint(old)+uint64(counts[p]))); err != nil {
-			return err
-		}
-	}
-	if other > 0 {
-		key = append(append(key[:0], prefix...), OtherPath...)
-		if err := b.Put(bytes.Clone(key), binary.AppendUvarint(nil, getUvarint(b.Get(key))+uint64(other))); err != nil {
-			return err
-		}
-	}
-	if added > 0 {
-		return counters.Put(counterKey, binary.AppendUvarint(nil, distinct+added))
-	}
-	return nil
 }
 
 func getUvarint(b []byte) uint64 {

@@ -33,6 +33,9 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	if s.cfg.DayRetention > 0 {
 		jobs = append(jobs, job{bucketDays, dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)})
 	}
+	if err := s.foldDays(dayKey(now, s.cfg.Location)); err != nil {
+		return 0, err
+	}
 	last, ok, err := s.Last()
 	if err != nil {
 		return 0, err

@@ -226,10 +226,33 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]PathCount, error) {
 	dk := dayKey(day, s.cfg.Location)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
+		folded := s.bucket(tx, bucketCounters).Get(keyFolded)
+		// Days not folded into the all-time shards yet; usually today alone.
+		var unfolded [][]byte
+		c := dpb.Cursor()
+		start := []byte{}
+		if folded != nil {
+			start = binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(folded)+1)
+		}
+		for k, _ := c.Seek(start); k != nil; k, _ = c.Seek(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(k[:4])+1)) {
+			unfolded = append(unfolded, bytes.Clone(k[:4]))
+		}
 		for i, p := range paths {
 			out[i].Path = p
-			out[i].Total = int64(getUvarint(pb.Get([]byte(p))))
-			out[i].Day = int64(getUvarint(dpb.Get(append(bytes.Clone(dk), p...))))
+			var err error
+			if out[i].Total, err = lookupShard(pb, allTimePrefix, p); err != nil {
+				return err
+			}
+			for _, d := range unfolded {
+				n, err := lookupShard(dpb, d, p)
+				if err != nil {
+					return err
+				}
+				out[i].Total += n
+			}
+			if out[i].Day, err = lookupShard(dpb, dk, p); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

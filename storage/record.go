@@ -78,17 +78,53 @@ func (r *record) mergeTop(paths map[string]int64, n int) {
 			r.Top = append(r.Top, PageCount{Path: p, PageViews: c})
 		}
 	}
-	slices.SortFunc(r.Top, func(a, b PageCount) int {
-		if c := cmp.Compare(b.PageViews, a.PageViews); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Path, b.Path)
-	})
 	if len(r.Top) > n {
+		// Select the n largest without sorting every path of the minute.
+		selectTop(r.Top, n)
 		for _, pc := range r.Top[n:] {
 			r.Other += pc.PageViews
 		}
 		r.Top = slices.Clip(r.Top[:n])
+	}
+	slices.SortFunc(r.Top, byViews)
+}
+
+// byViews orders page counts by page views, then path.
+func byViews(a, b PageCount) int {
+	if c := cmp.Compare(b.PageViews, a.PageViews); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Path, b.Path)
+}
+
+// selectTop reorders s so that its first n elements are the n first in
+// byViews order (quickselect).
+func selectTop(s []PageCount, n int) {
+	lo, hi := 0, len(s)-1
+	for lo < hi {
+		pivot := s[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for byViews(s[i], pivot) < 0 {
+				i++
+			}
+			for byViews(s[j], pivot) > 0 {
+				j--
+			}
+			if i <= j {
+				s[i], s[j] = s[j], s[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case n-1 <= j:
+			hi = j
+		case n-1 >= i:
+			lo = i
+		default:
+			return
+		}
 	}
 }
 

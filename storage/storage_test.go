@@ -241,26 +241,49 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-func TestPathCountsAndCaps(t *testing.T) {
-	s := mustOpen(t, Config{MaxPaths: 3, MaxDayPaths: 2})
+func TestPathCountsCapsAndFolding(t *testing.T) {
+	now := fixedNow()
+	s := mustOpen(t, Config{MaxPaths: 2, MaxDayPaths: 2, Now: func() time.Time { return now }})
 	commit(t, s, func(b *Batch) {
 		b.Add(page(0, 1, "/a"), 200, 0, false)
 		b.Add(page(1, 1, "/a"), 200, 0, false)
 		b.Add(page(2, 1, "/b"), 200, 0, false)
-		b.Add(page(24*3600, 1, "/c"), 200, 0, false) // next day
+		b.Add(page(24*3600, 1, "/c"), 200, 0, false) // the next day
 	})
 	commit(t, s, func(b *Batch) {
-		b.Add(page(3, 1, "/c"), 200, 0, false) // day cap reached: /c counts as other today
-		b.Add(page(4, 1, "/d"), 200, 0, false) // all-time cap reached too
+		b.Add(page(3, 1, "/c"), 200, 0, false) // the day's cap is reached: /c counts as other
+		b.Add(page(4, 1, "/d"), 200, 0, false)
 	})
-	got, err := s.PathCounts([]string{"/a", "/b", "/c", "/d", OtherPath}, t0)
-	if err != nil {
+	check := func(when string, want []PathCount) {
+		t.Helper()
+		got, err := s.PathCounts([]string{"/a", "/b", "/c", "/d", OtherPath}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: PathCounts = %+v\nwant %+v", when, got, want)
+		}
+	}
+	want := []PathCount{{"/a", 2, 2}, {"/b", 1, 1}, {"/c", 0, 1}, {"/d", 0, 0}, {OtherPath, 2, 2}}
+	check("before folding", want)
+
+	// The first day is over: folding it into the all-time totals changes no
+	// answer.
+	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := []PathCount{{"/a", 2, 2}, {"/b", 1, 1}, {"/c", 0, 2}, {"/d", 0, 0}, {OtherPath, 2, 1}}
-	if !slices.Equal(got, want) {
-		t.Errorf("PathCounts = %+v, want %+v", got, want)
+	check("after folding the first day", want)
+
+	// The second day is folded too; the all-time cap (2 paths) sends /c to other.
+	now = now.Add(24 * time.Hour)
+	if _, err := s.Prune(context.Background()); err != nil {
+		t.Fatal(err)
 	}
+	check("after folding both days", []PathCount{{"/a", 2, 2}, {"/b", 1, 1}, {"/c", 0, 0}, {"/d", 0, 0}, {OtherPath, 2, 3}})
+
+	// A late line for a folded day reaches its day and the all-time totals.
+	commit(t, s, func(b *Batch) { b.Add(page(5, 1, "/a"), 200, 0, false) })
+	check("after a late line", []PathCount{{"/a", 3, 3}, {"/b", 1, 1}, {"/c", 0, 0}, {"/d", 0, 0}, {OtherPath, 2, 3}})
 }
 
 func TestSeries(t *testing.T) {

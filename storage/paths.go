@@ -1,0 +1,286 @@
+package storage
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Per-path counts are kept in shards: the paths of one day (or of all time)
+// are split by a hash of the path into pathShards sorted lists, one bbolt
+// value each. A commit that touches twenty thousand paths then rewrites at
+// most pathShards values by a merge join, instead of seeking to twenty
+// thousand keys twice; that is what keeps a 50,000-line commit fast.
+//
+// All-time totals are not written on every commit. A day's counts are folded
+// into the all-time shards once the day is over (Prune does it); a path's
+// total is its all-time count plus its counts on the days not yet folded.
+const pathShards = 256
+
+var keyFolded = []byte("folded") // counters: last day folded into all-time totals
+
+// shardOf is FNV-1a of the path, modulo pathShards.
+func shardOf(path string) uint16 {
+	h := uint32(2166136261)
+	for i := 0; i < len(path); i++ {
+		h ^= uint32(path[i])
+		h *= 16777619
+	}
+	return uint16(h % pathShards)
+}
+
+// pathCount is one entry of a shard.
+type pathCount struct {
+	path string
+	n    int64
+}
+
+// encodeShard: uvarint n, n x (uvarint length, path, uvarint count), sorted
+// by path.
+func encodeShard(entries []pathCount) []byte {
+	size := binary.MaxVarintLen64
+	for _, e := range entries {
+		size += len(e.path) + 2*binary.MaxVarintLen64
+	}
+	b := make([]byte, 0, size)
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for _, e := range entries {
+		b = binary.AppendUvarint(b, uint64(len(e.path)))
+		b = append(b, e.path...)
+		b = binary.AppendUvarint(b, uint64(e.n))
+	}
+	return b
+}
+
+func decodeShard(b []byte) ([]pathCount, error) {
+	if b == nil {
+		return nil, nil
+	}
+	d := decoder{b: b}
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		return nil, fmt.Errorf("path shard: %w", ErrCorrupt)
+	}
+	out := make([]pathCount, 0, n)
+	for range n {
+		p := d.bytes()
+		out = append(out, pathCount{path: string(p), n: int64(d.uvarint())})
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return nil, fmt.Errorf("path shard: %w", ErrCorrupt)
+	}
+	return out, nil
+}
+
+// mergeShard adds delta (sorted by path) into the shard stored at key. A
+// path new to the shard is admitted while *distinct < limit (which it
+// increments); past the limit its count is returned as overflow for the
+// caller to add to OtherPath. The stored entries are merged as bytes, never
+// decoded into strings: a shard holds hundreds of paths and a commit
+// rewrites every shard it touches.
+func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64, limit int) (overflow int64, err error) {
+	old := decoder{b: b.Get(key)}
+	n := uint64(0)
+	if len(old.b) > 0 {
+		n = old.uvarint()
+	}
+	out := make([]byte, 0, len(old.b)+len(delta)*48+2*binary.MaxVarintLen64)
+	var entries uint64
+	body := make([]byte, 0, cap(out))
+	put := func(path []byte, count uint64) {
+		body = binary.AppendUvarint(body, uint64(len(path)))
+		body = append(body, path...)
+		body = binary.AppendUvarint(body, count)
+		entries++
+	}
+	var path []byte
+	var count uint64
+	next := func() bool {
+		if n == 0 {
+			return false
+		}
+		n--
+		path, count = old.bytes(), old.uvarint()
+		return old.err == nil
+	}
+	have := next()
+	j := 0
+	for have || j < len(delta) {
+		var c int
+		switch {
+		case !have:
+			c = 1
+		case j == len(delta):
+			c = -1
+		default:
+			c = strings.Compare(string(path), delta[j].path)
+		}
+		switch {
+		case c < 0:
+			put(path, count)
+			have = next()
+		case c > 0:
+			d := delta[j]
+			if d.path != OtherPath && *distinct >= uint64(limit) {
+				overflow += d.n
+			} else {
+				if d.path != OtherPath {
+					*distinct++
+				}
+				put([]byte(d.path), uint64(d.n))
+			}
+			j++
+		default:
+			put(path, count+uint64(delta[j].n))
+			have = next()
+			j++
+		}
+	}
+	if old.err != nil || n != 0 {
+		return 0, fmt.Errorf("path shard: %w", ErrCorrupt)
+	}
+	out = binary.AppendUvarint(out, entries)
+	return overflow, b.Put(key, append(out, body...))
+}
+
+// addPaths adds page views per path to the shards under prefix, at most
+// limit distinct paths, the rest counted as OtherPath.
+func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, limit int) error {
+	shards := make([][]pathCount, pathShards)
+	for p, n := range counts {
+		s := shardOf(p)
+		shards[s] = append(shards[s], pathCount{p, n})
+	}
+	counterKey := append([]byte("paths/"), prefix...)
+	distinct := getUvarint(counters.Get(counterKey))
+	before := distinct
+	var other int64
+	for s, delta := range shards {
+		if len(delta) == 0 {
+			continue
+		}
+		slices.SortFunc(delta, func(a, b pathCount) int { return cmp.Compare(a.path, b.path) })
+		over, err := mergeShard(b, shardKey(prefix, uint16(s)), delta, &distinct, limit)
+		if err != nil {
+			return err
+		}
+		other += over
+	}
+	if other > 0 {
+		if _, err := mergeShard(b, shardKey(prefix, shardOf(OtherPath)), []pathCount{{OtherPath, other}}, &distinct, limit); err != nil {
+			return err
+		}
+	}
+	if distinct != before {
+		return counters.Put(counterKey, binary.AppendUvarint(nil, distinct))
+	}
+	return nil
+}
+
+func shardKey(prefix []byte, shard uint16) []byte {
+	return binary.BigEndian.AppendUint16(bytes.Clone(prefix), shard)
+}
+
+// allTimePrefix is the prefix of the all-time shards in the paths bucket.
+var allTimePrefix = []byte{}
+
+// commitPaths adds a batch's page views per path and day. Days already folded
+// into the all-time totals (late lines) are added to those totals too.
+func (s *Store) commitPaths(tx *bolt.Tx, days map[string]map[string]int64, floor []byte) error {
+	counters := s.bucket(tx, bucketCounters)
+	folded := counters.Get(keyFolded)
+	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
+	late := make(map[string]int64)
+	for _, day := range slices.Sorted(maps.Keys(days)) {
+		if day >= string(floor) {
+			if err := addPaths(dpb, counters, []byte(day), days[day], s.cfg.MaxDayPaths); err != nil {
+				return err
+			}
+		}
+		if folded != nil && day <= string(folded) {
+			for p, n := range days[day] {
+				late[p] += n
+			}
+		}
+	}
+	if len(late) > 0 {
+		return addPaths(pb, counters, allTimePrefix, late, s.cfg.MaxPaths)
+	}
+	return nil
+}
+
+// foldDay adds one finished day's path counts to the all-time totals and
+// records it as folded, in one transaction.
+func (s *Store) foldDay(day []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		counters := s.bucket(tx, bucketCounters)
+		if f := counters.Get(keyFolded); f != nil && bytes.Compare(day, f) <= 0 {
+			return nil
+		}
+		dpb := s.bucket(tx, bucketDayPaths)
+		counts := make(map[string]int64)
+		c := dpb.Cursor()
+		for k, v := c.Seek(day); k != nil && bytes.HasPrefix(k, day); k, v = c.Next() {
+			entries, err := decodeShard(v)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				counts[e.path] += e.n
+			}
+		}
+		if err := addPaths(s.bucket(tx, bucketPaths), counters, allTimePrefix, counts, s.cfg.MaxPaths); err != nil {
+			return err
+		}
+		return counters.Put(keyFolded, bytes.Clone(day))
+	})
+}
+
+// foldDays folds every stored day before today that is not folded yet.
+func (s *Store) foldDays(today []byte) error {
+	var days [][]byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		folded := s.bucket(tx, bucketCounters).Get(keyFolded)
+		c := s.bucket(tx, bucketDayPaths).Cursor()
+		var last []byte
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			day := k[:4]
+			if bytes.Compare(day, today) >= 0 {
+				break
+			}
+			if (folded == nil || bytes.Compare(day, folded) > 0) && !bytes.Equal(day, last) {
+				last = bytes.Clone(day)
+				days = append(days, last)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range days {
+		if err := s.foldDay(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lookupShard returns a path's count in the shard under prefix.
+func lookupShard(b *bolt.Bucket, prefix []byte, path string) (int64, error) {
+	entries, err := decodeShard(b.Get(shardKey(prefix, shardOf(path))))
+	if err != nil {
+		return 0, err
+	}
+	i, ok := slices.BinarySearchFunc(entries, path, func(e pathCount, p string) int { return cmp.Compare(e.path, p) })
+	if !ok {
+		return 0, nil
+	}
+	return entries[i].n, nil
+}
