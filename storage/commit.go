@@ -104,26 +104,30 @@ func rollup[K comparable](m map[K]*record, k K, d *counts) {
 		m[k] = r
 	}
 	r.add(d)
-	addVisitors(r.sketch(), d.visitors)
+	addDense(r, d.visitors)
 }
 
-// denseFrom is the delta size from which visitors are gathered in a dense
-// sketch and merged: the sparse form re-sorts itself every few hundred
-// inserts, which is quadratic for large deltas.
-const denseFrom = 256
-
+// addVisitors adds visitor hashes to a minute's sketch. Minute sketches stay
+// sparse, which is compact for the few thousand visitors a minute has.
 func addVisitors(sk *hyperloglog.Sketch, visitors map[uint64]struct{}) {
-	if len(visitors) < denseFrom {
-		for v := range visitors {
-			sk.InsertHash(v)
-		}
+	for v := range visitors {
+		sk.InsertHash(v)
+	}
+}
+
+// addDense adds visitor hashes to an hour's or a day's sketch. Those are
+// dense from the start: they are few, they grow past what sparse form holds,
+// and the sparse form re-sorts itself every few hundred inserts.
+func addDense(r *record, visitors map[uint64]struct{}) {
+	if len(visitors) == 0 {
 		return
 	}
-	dense := hyperloglog.NewNoSparse()
-	for v := range visitors {
-		dense.InsertHash(v)
+	if r.hll == nil {
+		r.hll = hyperloglog.NewNoSparse()
 	}
-	sk.Merge(dense)
+	for v := range visitors {
+		r.hll.InsertHash(v)
+	}
 }
 
 // mergeRollup merges a delta record into the stored hour or day at key.

@@ -290,7 +290,9 @@ func TestSeries(t *testing.T) {
 	s := mustOpen(t, Config{})
 	commit(t, s, func(b *Batch) {
 		for i := range int64(20) {
-			b.Add(page(i*60, uint64(i%3), "/"), 200, 0, false) // one page view a minute, visitors 0,1,2
+			// One page view a minute from three visitors, with hashes spread
+			// over 64 bits as real visitor hashes are.
+			b.Add(page(i*60, uint64(i%3+1)*0x9e3779b97f4a7c15, "/"), 200, 0, false)
 		}
 	})
 	tests := []struct {

@@ -1,0 +1,104 @@
+// Command dbsize reports how large the database grows for a day of traffic:
+// it generates combined-format lines (internal/loggen), parses and counts
+// them exactly as ingest does, commits them in 50,000-line batches, and
+// prints the file size.
+//
+//	go run ./bench/dbsize -lines 10000000 -paths 100000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/logtally/logtally/internal/loggen"
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/window"
+)
+
+func main() {
+	lines := flag.Int("lines", 10_000_000, "lines in the day")
+	paths := flag.Int("paths", 100_000, "distinct page paths")
+	hosts := flag.Int("hosts", 300_000, "distinct clients")
+	batch := flag.Int("batch", 50_000, "lines per commit")
+	dir := flag.String("dir", "", "directory for the database (default: a temporary one)")
+	flag.Parse()
+	if err := run(*lines, *paths, *hosts, *batch, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "dbsize:", err)
+		os.Exit(1)
+	}
+}
+
+func run(lines, paths, hosts, batchLines int, dir string) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "dbsize")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	start := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	db := filepath.Join(dir, "logtally.db")
+	// The store's clock follows the log, and the pruner runs as it would
+	// during a live day, so that the file holds what a day leaves behind.
+	var now time.Time
+	s, err := storage.OpenConfig(storage.Config{Path: db, Location: time.UTC,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	format, err := parser.New("combined")
+	if err != nil {
+		return err
+	}
+	rules := window.DefaultRules()
+	rules.Salt = s.Salt()
+	rules.Init()
+	g := loggen.New(loggen.Config{Seed: 1, Start: start, Step: 24 * time.Hour / time.Duration(lines),
+		Hosts: hosts, Paths: paths})
+	b := storage.NewBatch()
+	var rec parser.Record
+	var line []byte
+	began := time.Now()
+	var commitTime time.Duration
+	for i := range lines {
+		line = g.Line(line[:0])
+		now = start.Add(time.Duration(i) * (24 * time.Hour / time.Duration(lines)))
+		if format.Parse(line, &rec) != nil {
+			b.Reject(rec.Time.Unix())
+		} else {
+			b.Add(rules.Classify(&rec), rec.Status, rec.Bytes, false)
+		}
+		if (i+1)%batchLines == 0 || i == lines-1 {
+			t := time.Now()
+			if err := s.Commit(b); err != nil {
+				return err
+			}
+			commitTime += time.Since(t)
+			b.Reset()
+			if (i+1)/batchLines%20 == 0 {
+				if _, err := s.Prune(context.Background()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		return err
+	}
+	fi, err := os.Stat(db)
+	if err != nil {
+		return err
+	}
+	commits := (lines + batchLines - 1) / batchLines
+	fmt.Printf("dbsize: %d lines, %d paths, %d hosts: %.1f MB (%.2f MB per million lines); %d commits, %.1f ms per commit; %.1fs in all\n",
+		lines, paths, hosts, float64(fi.Size())/1e6, float64(fi.Size())/1e6/(float64(lines)/1e6),
+		commits, float64(commitTime.Milliseconds())/float64(commits), time.Since(began).Seconds())
+	return nil
+}
