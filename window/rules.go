@@ -1,8 +1,10 @@
 package window
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/logtally/logtally/parser"
@@ -37,8 +39,8 @@ type Rules struct {
 	Methods     []string // page views use one of these methods
 	MinStatus   int      // lowest status that is a page view
 	MaxStatus   int      // highest status that is a page view
-	AssetExts   []string // lower-case extensions that are never page views
-	BotTokens   []string // lower-case user agent substrings of crawlers
+	AssetExts   []string // extensions that are never page views, any case
+	BotTokens   []string // user agent substrings of crawlers, any case
 	IncludeBots bool     // count crawlers' page views too
 	VisitorKey  string   // KeyHost or KeyHostUA
 	// Salt is mixed into every visitor hash. It must stay the same for the
@@ -47,6 +49,7 @@ type Rules struct {
 	Salt uint64
 
 	exts map[string]struct{}
+	bots []string // BotTokens in lower case
 }
 
 // DefaultRules returns the documented defaults: GET, status 200-399, not an
@@ -62,18 +65,72 @@ func DefaultRules() Rules {
 	}
 }
 
-// RegisterFlags registers the page-view rules' flags on fs.
+// RegisterFlags registers the page-view rules' flags on fs, with r's
+// current values as defaults.
 func (r *Rules) RegisterFlags(fs *flag.FlagSet) {
+	fs.Var((*listFlag)(&r.Methods), "pageview-methods", "comma-separated request methods that can be page views")
+	fs.Var((*statusFlag)(r), "pageview-status", "status codes that can be page views, as LOW-HIGH")
+	fs.Var((*listFlag)(&r.AssetExts), "asset-exts", "comma-separated path extensions of static assets, never page views")
+	fs.Var((*listFlag)(&r.BotTokens), "bot-agents",
+		"comma-separated user-agent substrings (any case) of crawlers and monitors; an empty or - agent is one too")
 	fs.BoolVar(&r.IncludeBots, "include-bots", r.IncludeBots, "count crawlers' page views and visitors too")
 	fs.StringVar(&r.VisitorKey, "visitor-key", r.VisitorKey, "what makes a visitor: host or host+ua")
 }
 
-// Validate reports rules that cannot be applied.
-func (r *Rules) Validate() error {
-	if r.VisitorKey != KeyHost && r.VisitorKey != KeyHostUA {
-		return fmt.Errorf("visitor key %q: want %s or %s", r.VisitorKey, KeyHost, KeyHostUA)
+// listFlag is a comma-separated list flag. Setting it replaces the default
+// rather than adding to it.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = nil
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			*l = append(*l, f)
+		}
 	}
 	return nil
+}
+
+// statusFlag is Rules' status range as one LOW-HIGH flag.
+type statusFlag Rules
+
+func (s *statusFlag) String() string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d-%d", s.MinStatus, s.MaxStatus)
+}
+
+func (s *statusFlag) Set(v string) error {
+	lo, hi, ok := strings.Cut(v, "-")
+	if !ok {
+		hi = lo
+	}
+	var err error
+	if s.MinStatus, err = strconv.Atoi(strings.TrimSpace(lo)); err == nil {
+		s.MaxStatus, err = strconv.Atoi(strings.TrimSpace(hi))
+	}
+	if err != nil {
+		return fmt.Errorf("status range %q: want LOW-HIGH, e.g. 200-399", v)
+	}
+	return nil
+}
+
+// Validate reports rules that cannot be applied.
+func (r *Rules) Validate() error {
+	var errs []error
+	if r.VisitorKey != KeyHost && r.VisitorKey != KeyHostUA {
+		errs = append(errs, fmt.Errorf("visitor key %q: want %s or %s", r.VisitorKey, KeyHost, KeyHostUA))
+	}
+	if len(r.Methods) == 0 {
+		errs = append(errs, errors.New("page-view methods: none given"))
+	}
+	if r.MinStatus < 100 || r.MaxStatus > 599 || r.MinStatus > r.MaxStatus {
+		errs = append(errs, fmt.Errorf("page-view status %d-%d: want LOW-HIGH within 100-599", r.MinStatus, r.MaxStatus))
+	}
+	return errors.Join(errs...)
 }
 
 // Init prepares the rules for Classify. It must be called once after the
@@ -82,6 +139,12 @@ func (r *Rules) Init() {
 	r.exts = make(map[string]struct{}, len(r.AssetExts))
 	for _, e := range r.AssetExts {
 		r.exts[strings.ToLower(strings.TrimPrefix(e, "."))] = struct{}{}
+	}
+	r.bots = make([]string, 0, len(r.BotTokens))
+	for _, b := range r.BotTokens {
+		if b = strings.ToLower(b); b != "" {
+			r.bots = append(r.bots, b)
+		}
 	}
 }
 
@@ -120,10 +183,10 @@ func (r *Rules) asset(path []byte) bool {
 			break
 		}
 	}
-	if dot < 0 || len(path)-dot-1 > 8 {
+	var buf [16]byte // longer extensions are never assets
+	if dot < 0 || len(path)-dot-1 > len(buf) {
 		return false
 	}
-	var buf [8]byte
 	ext := buf[:0]
 	for _, c := range path[dot+1:] {
 		ext = append(ext, lower(c))
@@ -137,7 +200,7 @@ func (r *Rules) bot(ua []byte) bool {
 	if len(ua) == 0 || string(ua) == "-" {
 		return true
 	}
-	for _, tok := range r.BotTokens {
+	for _, tok := range r.bots {
 		if containsFold(ua, tok) {
 			return true
 		}

@@ -62,21 +62,94 @@ func TestRepeatVisitorAcrossEdge(t *testing.T) {
 	}
 }
 
-func TestOldAndFutureHits(t *testing.T) {
+func TestOutOfOrder(t *testing.T) {
 	w := New(Config{Length: 10 * time.Second}, t0)
-	if w.Add(pv(-10, 1, "/old")) {
-		t.Error("hit from before the window was counted")
+	// Seconds arrive shuffled; each counts in its own second.
+	for _, sec := range []int64{-1, -8, 0, -9, -3, -8} {
+		w.Add(pv(sec, uint64(100+sec), "/a"))
 	}
-	if !w.Add(pv(3, 2, "/future")) {
-		t.Error("future hit was not held")
+	tests := []struct {
+		at                  int64
+		pageviews, visitors int64
+	}{
+		{0, 6, 5},
+		{1, 5, 4}, // -9 leaves
+		{2, 3, 3}, // both -8 leave, one visitor
+		{6, 3, 3},
+		{7, 2, 2}, // -3 leaves
+		{9, 1, 1}, // -1 leaves
+		{10, 0, 0},
 	}
-	if s := w.Publish(); s.Requests != 0 {
-		t.Fatalf("requests = %d before the future second, want 0", s.Requests)
+	for _, tt := range tests {
+		w.Advance(t0.Add(time.Duration(tt.at) * time.Second))
+		if s := w.Publish(); s.PageViews != tt.pageviews || s.Visitors != tt.visitors {
+			t.Errorf("at +%ds: pageviews=%d visitors=%d, want %d %d", tt.at, s.PageViews, s.Visitors, tt.pageviews, tt.visitors)
+		}
 	}
-	w.Advance(t0.Add(3 * time.Second))
+}
+
+func TestOldAndFutureHits(t *testing.T) {
+	w := New(Config{Length: 10 * time.Second, MaxSkew: 5 * time.Second}, t0)
+	tests := []struct {
+		name string
+		hit  Hit
+		want Outcome
+	}{
+		{"older than the window", pv(-10, 1, "/old"), TooOld},
+		{"oldest second", pv(-9, 1, "/edge"), Counted},
+		{"now", pv(0, 1, "/now"), Counted},
+		{"next second", pv(1, 2, "/soon"), Held},
+		{"at the skew", pv(5, 3, "/future"), Held},
+		{"past the skew", pv(6, 4, "/wrong-clock"), TooNew},
+	}
+	for _, tt := range tests {
+		if got := w.Add(tt.hit); got != tt.want {
+			t.Errorf("%s: Add = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if s := w.Publish(); s.Requests != 2 || s.Rejected != 1 || s.Visitors != 1 {
+		t.Fatalf("before the future seconds: %+v, want 2 requests, 1 visitor, 1 rejected", s)
+	}
+	w.Advance(t0.Add(time.Second))
+	if s := w.Publish(); s.Requests != 2 || s.Visitors != 2 || s.Pages[1].Path != "/soon" {
+		t.Fatalf("at +1s: %+v, want -9 gone and the first held hit counted", s)
+	}
+	// The ring of held seconds is reused: a hit for +7 is fine now.
+	if got := w.Add(pv(6, 4, "/six")); got != Held {
+		t.Errorf("Add(+6) at +1s = %v, want Held", got)
+	}
+	w.Advance(t0.Add(6 * time.Second))
 	s := w.Publish()
-	if s.Requests != 1 || s.Visitors != 1 || len(s.Pages) != 1 || s.Pages[0].Path != "/future" {
-		t.Fatalf("at +3s: %+v, want the held hit counted", s)
+	if s.Requests != 4 || s.Visitors != 4 {
+		t.Fatalf("at +6s: %+v, want 4 requests and visitors (+5 and +6 came)", s)
+	}
+	if want := []PageCount{{"/future", 1}, {"/now", 1}, {"/six", 1}, {"/soon", 1}}; !slices.Equal(s.Pages, want) {
+		t.Errorf("pages = %v, want %v", s.Pages, want)
+	}
+	w.Advance(t0.Add(10 * time.Second)) // the rejected line's second, 0, leaves
+	if s := w.Publish(); s.Rejected != 0 {
+		t.Errorf("rejected = %d after its second left, want 0", s.Rejected)
+	}
+}
+
+func TestHeldHitsSkippedByAJump(t *testing.T) {
+	w := New(Config{Length: 3 * time.Second, MaxSkew: 5 * time.Second}, t0)
+	w.Add(pv(2, 1, "/a"))
+	w.Add(pv(5, 2, "/b"))
+	w.Advance(t0.Add(7 * time.Second)) // window is 5..7: +2 is history, +5 counts
+	if s := w.Publish(); s.PageViews != 1 || s.Visitors != 1 || len(s.Pages) != 1 || s.Pages[0].Path != "/b" {
+		t.Fatalf("after the jump: %+v, want only /b", s)
+	}
+	w.Advance(t0.Add(100 * time.Second))
+	if s := w.Publish(); s.Requests != 0 || len(s.Pages) != 0 {
+		t.Fatalf("after a long jump: %+v, want empty", s)
+	}
+}
+
+func TestNoSkew(t *testing.T) {
+	w := New(Config{Length: 10 * time.Second}, t0)
+	if got := w.Add(pv(1, 1, "/a")); got != TooNew {
+		t.Fatalf("Add(+1) with no skew = %v, want TooNew", got)
 	}
 }
 
@@ -93,43 +166,85 @@ func TestPagesOrder(t *testing.T) {
 }
 
 // TestMatchesBruteForce checks the incremental counts against a recount from
-// the raw hits, for random streams and random read times.
+// the raw hits, for random streams and random read times: hits late, early,
+// too far ahead, rejected lines, repeat visitors, jumps longer than the
+// window. While no path has been folded, pages are exact too; after that,
+// every count is a lower bound.
 func TestMatchesBruteForce(t *testing.T) {
-	for seed := range uint64(20) {
+	for seed := range uint64(40) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
-			const length = 30
-			w := New(Config{Length: length * time.Second}, t0)
-			var all []Hit
-			now := int64(0)
-			for range 2000 {
-				if rng.IntN(10) == 0 {
-					now += int64(rng.IntN(8))
-					w.Advance(t0.Add(time.Duration(now) * time.Second))
-					check(t, w.Publish(), all, t0.Unix()+now, length)
+			length := int64(1 + rng.IntN(40))
+			skew := int64(rng.IntN(6))
+			npaths := 1 + rng.IntN(30)
+			maxPaths := 1000
+			if seed%4 == 3 {
+				maxPaths = 1 + rng.IntN(npaths) // folding
+			}
+			w := New(Config{Length: time.Duration(length) * time.Second, MaxSkew: time.Duration(skew) * time.Second,
+				MaxPaths: maxPaths}, t0)
+			m := model{length: length, skew: skew, now: t0.Unix()}
+			for range 3000 {
+				switch r := rng.IntN(100); {
+				case r < 8:
+					step := int64(rng.IntN(4))
+					if rng.IntN(20) == 0 {
+						step = int64(rng.IntN(int(2 * length)))
+					}
+					m.now += step
+					w.Advance(time.Unix(m.now, 0))
+				case r < 20:
+					m.check(t, w.Publish(), maxPaths, w.paths.folded == 0)
+				case r < 22:
+					w.Reject()
+					m.rejected = append(m.rejected, m.now)
+				default:
+					h := Hit{
+						Time:     m.now - int64(rng.IntN(int(length)+3)) + int64(rng.IntN(int(skew)+3)),
+						PageView: rng.IntN(3) > 0,
+						Visitor:  uint64(rng.IntN(40)),
+						Path:     fmt.Appendf(nil, "/p%d", rng.IntN(npaths)),
+					}
+					if got, want := w.Add(h), m.add(h); got != want {
+						t.Fatalf("Add(%+v) at %d = %v, want %v", h, m.now, got, want)
+					}
 				}
-				h := Hit{
-					Time:     t0.Unix() + now - int64(rng.IntN(length+5)) + int64(rng.IntN(3)),
-					PageView: rng.IntN(3) > 0,
-					Visitor:  uint64(rng.IntN(40)),
-					Path:     []byte(fmt.Sprintf("/p%d", rng.IntN(15))),
-				}
-				if h.Time > t0.Unix()+now-length {
-					all = append(all, h) // what the window should hold at some point
-				}
-				w.Add(h)
 			}
 		})
 	}
 }
 
-func check(t *testing.T, s *Snapshot, hits []Hit, now, length int64) {
+// model is the brute-force window: it keeps every hit.
+type model struct {
+	length, skew, now int64
+	hits              []Hit
+	rejected          []int64 // seconds
+}
+
+func (m *model) add(h Hit) Outcome {
+	switch {
+	case h.Time <= m.now-m.length:
+		return TooOld
+	case h.Time > m.now+m.skew:
+		m.rejected = append(m.rejected, m.now)
+		return TooNew
+	}
+	m.hits = append(m.hits, h)
+	if h.Time > m.now {
+		return Held
+	}
+	return Counted
+}
+
+func (m *model) in(sec int64) bool { return sec > m.now-m.length && sec <= m.now }
+
+func (m *model) check(t *testing.T, s *Snapshot, maxPaths int, exactPaths bool) {
 	t.Helper()
-	var requests, pageviews int64
+	var requests, pageviews, rejected int64
 	visitors := map[uint64]bool{}
 	paths := map[string]int64{}
-	for _, h := range hits {
-		if h.Time <= now-length || h.Time > now {
+	for _, h := range m.hits {
+		if !m.in(h.Time) {
 			continue
 		}
 		requests++
@@ -139,16 +254,41 @@ func check(t *testing.T, s *Snapshot, hits []Hit, now, length int64) {
 			paths[string(h.Path)]++
 		}
 	}
-	if s.Requests != requests || s.PageViews != pageviews || s.Visitors != int64(len(visitors)) {
-		t.Fatalf("now %d: got %d/%d/%d, want %d/%d/%d", now, s.Requests, s.PageViews, s.Visitors,
-			requests, pageviews, len(visitors))
+	for _, sec := range m.rejected {
+		if m.in(sec) {
+			rejected++
+		}
 	}
-	if len(s.Pages) != len(paths) {
-		t.Fatalf("now %d: %d pages, want %d", now, len(s.Pages), len(paths))
+	if s.Requests != requests || s.PageViews != pageviews || s.Visitors != int64(len(visitors)) || s.Rejected != rejected {
+		t.Fatalf("now %d: got requests/pageviews/visitors/rejected %d/%d/%d/%d, want %d/%d/%d/%d", m.now,
+			s.Requests, s.PageViews, s.Visitors, s.Rejected, requests, pageviews, len(visitors), rejected)
 	}
-	for _, p := range s.Pages {
-		if paths[p.Path] != p.PageViews {
-			t.Fatalf("now %d: %s = %d, want %d", now, p.Path, p.PageViews, paths[p.Path])
+	if s.Approximate {
+		t.Fatalf("now %d: approximate under the visitor cap", m.now)
+	}
+	if want := time.Unix(m.now+1, 0).UTC(); !s.To.Equal(want) {
+		t.Fatalf("To = %v, want %v", s.To, want)
+	}
+	if len(s.Pages) > maxPaths {
+		t.Fatalf("now %d: %d pages, more than the cap %d", m.now, len(s.Pages), maxPaths)
+	}
+	for i, p := range s.Pages {
+		if i > 0 && (p.PageViews > s.Pages[i-1].PageViews ||
+			p.PageViews == s.Pages[i-1].PageViews && p.Path < s.Pages[i-1].Path) {
+			t.Fatalf("now %d: pages out of order: %v", m.now, s.Pages)
+		}
+		if p.PageViews <= 0 || p.PageViews > paths[p.Path] {
+			t.Fatalf("now %d: %s = %d, true count %d", m.now, p.Path, p.PageViews, paths[p.Path])
+		}
+	}
+	if exactPaths { // no path was ever folded
+		if len(s.Pages) != len(paths) {
+			t.Fatalf("now %d: %d pages, want %d", m.now, len(s.Pages), len(paths))
+		}
+		for _, p := range s.Pages {
+			if paths[p.Path] != p.PageViews {
+				t.Fatalf("now %d: %s = %d, want %d", m.now, p.Path, p.PageViews, paths[p.Path])
+			}
 		}
 	}
 }
