@@ -46,7 +46,7 @@ const nilID = -1
 type pathEntry struct {
 	path       string
 	own        int64  // page views of path since it took this entry, in the window
-	gen        uint32 // bumped whenever the entry changes path
+	gen        uint16 // bumped whenever the entry changes path
 	bucket     int32
 	prev, next int32 // neighbours in the bucket
 }
@@ -58,10 +58,18 @@ type countBucket struct {
 }
 
 // pathRef is what one second remembers about the page views it gave to one
-// entry: n views, to entry id while it had generation gen.
+// entry: n views, to entry id while it had generation gen. There is one per
+// path and second, so it is kept to 8 bytes: n of more than maxRefViews
+// takes several refs, and gen wraps. A wrapped gen can only mislead own if
+// an entry changes path 65,536 times while one of its refs is in the window.
 type pathRef struct {
-	id, gen, n uint32
+	id  uint32
+	gen uint16
+	n   uint16
 }
+
+// maxRefViews is the most page views one pathRef holds.
+const maxRefViews = 1<<16 - 1
 
 func newPathTable(max int) *pathTable {
 	return &pathTable{
@@ -75,14 +83,15 @@ func newPathTable(max int) *pathTable {
 // len returns the number of paths held.
 func (t *pathTable) len() int { return len(t.index) }
 
-// add counts n page views of path and returns the entry they went to.
+// add counts n <= maxRefViews page views of path and returns the entry
+// they went to.
 func (t *pathTable) add(path []byte, n int64) pathRef {
 	t.changed = true
 	if id, ok := t.index[string(path)]; ok {
 		e := &t.entries[id]
 		e.own += n
 		t.setCount(id, t.buckets[e.bucket].count+n)
-		return pathRef{id: uint32(id), gen: e.gen, n: uint32(n)}
+		return pathRef{id: uint32(id), gen: e.gen, n: uint16(n)}
 	}
 	if len(t.index) >= t.max {
 		// Space-Saving: the path takes over the smallest entry and its count.
@@ -95,7 +104,7 @@ func (t *pathTable) add(path []byte, n int64) pathRef {
 		t.index[e.path] = id
 		t.folded++
 		t.setCount(id, t.buckets[e.bucket].count+n)
-		return pathRef{id: uint32(id), gen: e.gen, n: uint32(n)}
+		return pathRef{id: uint32(id), gen: e.gen, n: uint16(n)}
 	}
 	var id int32
 	if k := len(t.free); k > 0 {
@@ -111,7 +120,7 @@ func (t *pathTable) add(path []byte, n int64) pathRef {
 	e.own = n
 	t.index[e.path] = id
 	t.link(id, t.bucketFor(t.minB, n))
-	return pathRef{id: uint32(id), gen: e.gen, n: uint32(n)}
+	return pathRef{id: uint32(id), gen: e.gen, n: uint16(n)}
 }
 
 // remove takes back the page views that r recorded.

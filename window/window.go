@@ -32,7 +32,7 @@
 //     say Approximate. When the estimate falls under half the cap, an exact
 //     set is started again; one window later it covers the whole window and
 //     the count is exact again.
-//   - Per second of the window: about 8 bytes per new visitor and 12 per path
+//   - Per second of the window: about 8 bytes per new visitor and 8 per path
 //     with page views in that second; held future hits cost their path's
 //     bytes plus 40 bytes each, for at most MaxSkew.
 package window
@@ -280,12 +280,16 @@ func (w *Window) dropExact() {
 }
 
 func (w *Window) addPath(s *slot, path []byte, n int64) {
-	r := w.paths.add(path, n)
-	if k := len(s.paths) - 1; k >= 0 && s.paths[k].id == r.id && s.paths[k].gen == r.gen {
-		s.paths[k].n += r.n // the same page again in the same second
-		return
+	for n > 0 {
+		r := w.paths.add(path, min(n, maxRefViews))
+		n -= int64(r.n)
+		if k := len(s.paths) - 1; k >= 0 && s.paths[k].id == r.id && s.paths[k].gen == r.gen &&
+			int(s.paths[k].n)+int(r.n) <= maxRefViews {
+			s.paths[k].n += r.n // the same page again in the same second
+			continue
+		}
+		s.paths = append(s.paths, r)
 	}
-	s.paths = append(s.paths, r)
 }
 
 // hold keeps a future hit, with a copy of its path, until its second.
