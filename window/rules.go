@@ -68,11 +68,11 @@ func DefaultRules() Rules {
 // RegisterFlags registers the page-view rules' flags on fs, with r's
 // current values as defaults.
 func (r *Rules) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var((*listFlag)(&r.Methods), "pageview-methods", "comma-separated request methods that can be page views")
-	fs.Var((*statusFlag)(r), "pageview-status", "status codes that can be page views, as LOW-HIGH")
-	fs.Var((*listFlag)(&r.AssetExts), "asset-exts", "comma-separated path extensions of static assets, never page views")
+	fs.Var((*listFlag)(&r.Methods), "pageview-methods", "comma-separated `list` of request methods that can be page views")
+	fs.Var((*statusFlag)(r), "pageview-status", "status codes that can be page views, as `LOW-HIGH`")
+	fs.Var((*listFlag)(&r.AssetExts), "asset-exts", "comma-separated `list` of path extensions of static assets, never page views")
 	fs.Var((*listFlag)(&r.BotTokens), "bot-agents",
-		"comma-separated user-agent substrings (any case) of crawlers and monitors; an empty or - agent is one too")
+		"comma-separated `list` of user-agent substrings (any case) of crawlers and monitors; an empty or - agent is one too")
 	fs.BoolVar(&r.IncludeBots, "include-bots", r.IncludeBots, "count crawlers' page views and visitors too")
 	fs.StringVar(&r.VisitorKey, "visitor-key", r.VisitorKey, "what makes a visitor: host or host+ua")
 }

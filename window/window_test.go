@@ -1,6 +1,7 @@
 package window
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -364,5 +365,99 @@ func TestSeed(t *testing.T) {
 	w.Advance(t0.Add(60 * time.Second)) // the minute seeded at -61 leaves
 	if s := w.Publish(); s.Requests != 2 || s.Visitors != 2 {
 		t.Errorf("after slide: %+v, want 2 requests, 2 visitors", s)
+	}
+}
+
+func TestRulesFlags(t *testing.T) {
+	browser := []byte("Mozilla/5.0 Firefox/120.0")
+	rec := func(method, path string, status int, ua []byte) *parser.Record {
+		return &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte(method), Path: []byte(path),
+			Status: status, UserAgent: ua}
+	}
+	tests := []struct {
+		name string
+		args []string
+		rec  *parser.Record
+		want bool
+	}{
+		{"defaults", nil, rec("GET", "/a", 200, browser), true},
+		{"HEAD by default", nil, rec("HEAD", "/a", 200, browser), false},
+		{"HEAD allowed", []string{"--pageview-methods", "GET, HEAD"}, rec("HEAD", "/a", 200, browser), true},
+		{"status range", []string{"--pageview-status", "200-299"}, rec("GET", "/a", 301, browser), false},
+		{"asset list replaced", []string{"--asset-exts", "PHP"}, rec("GET", "/x.php", 200, browser), false},
+		{"css no longer an asset", []string{"--asset-exts", "php"}, rec("GET", "/x.css", 200, browser), true},
+		{"bot list replaced", []string{"--bot-agents", "Firefox"}, rec("GET", "/a", 200, browser), false},
+		{"curl not a bot then", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("curl/8")), true},
+		{"empty agent still a bot", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("-")), false},
+		{"include bots", []string{"--include-bots"}, rec("GET", "/a", 200, []byte("-")), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := DefaultRules()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			r.RegisterFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			r.Init()
+			if got := r.Classify(tt.rec).PageView; got != tt.want {
+				t.Errorf("PageView = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRulesValidate(t *testing.T) {
+	for _, args := range [][]string{
+		{"--visitor-key", "ip"},
+		{"--pageview-status", "399-200"},
+		{"--pageview-methods", ""},
+	} {
+		r := DefaultRules()
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		r.RegisterFlags(fs)
+		err := fs.Parse(args)
+		if err == nil {
+			err = r.Validate()
+		}
+		if err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	r := DefaultRules()
+	r.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--pageview-status", "2xx"}); err == nil {
+		t.Error("--pageview-status 2xx: no error")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	for _, c := range []Config{
+		{Length: 1500 * time.Millisecond, MaxPaths: 1, MaxVisitors: 1},
+		{Length: time.Second, MaxSkew: -time.Second, MaxPaths: 1, MaxVisitors: 1},
+		{Length: time.Second, MaxPaths: 0, MaxVisitors: 1},
+		{Length: time.Second, MaxPaths: 1, MaxVisitors: 0},
+	} {
+		if c.Validate() == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+func TestClassifyDoesNotAllocate(t *testing.T) {
+	r := DefaultRules()
+	r.VisitorKey = KeyHostUA
+	r.Init()
+	rec := &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte("GET"), Path: []byte("/Blog/Post.HTML"),
+		Status: 200, UserAgent: []byte("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0")}
+	if n := testing.AllocsPerRun(100, func() { r.Classify(rec) }); n != 0 {
+		t.Errorf("Classify: %v allocs, want 0", n)
 	}
 }
