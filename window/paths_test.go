@@ -3,6 +3,7 @@ package window
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -105,12 +106,8 @@ func TestHeavyHitterSurvivesFlood(t *testing.T) {
 		w.Add(Hit{Time: sec, PageView: true, Visitor: uint64(i), Path: buf})
 		if i > 0 && i%(perSec/2) == 0 {
 			for p := range heavy {
-				want := int64(0)
-				for _, s := range inWindow[p] {
-					if s > sec-length {
-						want++
-					}
-				}
+				inWindow[p] = slices.DeleteFunc(inWindow[p], func(s int64) bool { return s <= sec-length })
+				want := int64(len(inWindow[p]))
 				id, ok := w.paths.index[p]
 				if !ok || w.paths.entries[id].own != want || w.paths.entries[id].gen != 1 {
 					t.Fatalf("line %d: %s held=%v own=%d gen=%d, want %d", i, p, ok, w.paths.entries[id].own, w.paths.entries[id].gen, want)

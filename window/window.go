@@ -300,8 +300,12 @@ func (w *Window) hold(h Hit) {
 		f.hits = f.hits[:0]
 		f.bytes = f.bytes[:0]
 	}
-	f.hits = append(f.hits, heldHit{visitor: h.Visitor, off: uint32(len(f.bytes)), n: uint32(len(h.Path)), pageView: h.PageView})
-	f.bytes = append(f.bytes, h.Path...)
+	held := heldHit{visitor: h.Visitor, off: uint32(len(f.bytes)), pageView: h.PageView}
+	if h.PageView { // only page views count their path
+		held.n = uint32(len(h.Path))
+		f.bytes = append(f.bytes, h.Path...)
+	}
+	f.hits = append(f.hits, held)
 }
 
 // Seed adds counts that were stored at minute resolution, as if they all

@@ -182,8 +182,12 @@ func TestMatchesBruteForce(t *testing.T) {
 			if seed%4 == 3 {
 				maxPaths = 1 + rng.IntN(npaths) // folding
 			}
+			maxVisitors := 1000
+			if seed%4 == 2 {
+				maxVisitors = 5 + rng.IntN(30) // estimates
+			}
 			w := New(Config{Length: time.Duration(length) * time.Second, MaxSkew: time.Duration(skew) * time.Second,
-				MaxPaths: maxPaths}, t0)
+				MaxPaths: maxPaths, MaxVisitors: maxVisitors}, t0)
 			m := model{length: length, skew: skew, now: t0.Unix()}
 			for range 3000 {
 				switch r := rng.IntN(100); {
@@ -195,7 +199,7 @@ func TestMatchesBruteForce(t *testing.T) {
 					m.now += step
 					w.Advance(time.Unix(m.now, 0))
 				case r < 20:
-					m.check(t, w.Publish(), maxPaths, w.paths.folded == 0)
+					m.check(t, w.Publish(), maxPaths, w.paths.folded == 0, maxVisitors)
 				case r < 22:
 					w.Reject()
 					m.rejected = append(m.rejected, m.now)
@@ -203,13 +207,16 @@ func TestMatchesBruteForce(t *testing.T) {
 					h := Hit{
 						Time:     m.now - int64(rng.IntN(int(length)+3)) + int64(rng.IntN(int(skew)+3)),
 						PageView: rng.IntN(3) > 0,
-						Visitor:  uint64(rng.IntN(40)),
+						Visitor:  mix(uint64(rng.IntN(40))),
 						Path:     fmt.Appendf(nil, "/p%d", rng.IntN(npaths)),
 					}
 					if got, want := w.Add(h), m.add(h); got != want {
 						t.Fatalf("Add(%+v) at %d = %v, want %v", h, m.now, got, want)
 					}
 				}
+			}
+			if maxVisitors < 1000 && m.approximate == 0 {
+				t.Errorf("the visitor cap %d was never passed", maxVisitors)
 			}
 		})
 	}
@@ -220,6 +227,7 @@ type model struct {
 	length, skew, now int64
 	hits              []Hit
 	rejected          []int64 // seconds
+	approximate       int     // snapshots with estimated visitors
 }
 
 func (m *model) add(h Hit) Outcome {
@@ -239,11 +247,14 @@ func (m *model) add(h Hit) Outcome {
 
 func (m *model) in(sec int64) bool { return sec > m.now-m.length && sec <= m.now }
 
-func (m *model) check(t *testing.T, s *Snapshot, maxPaths int, exactPaths bool) {
+func (m *model) check(t *testing.T, s *Snapshot, maxPaths int, exactPaths bool, maxVisitors int) {
 	t.Helper()
 	var requests, pageviews, rejected int64
 	visitors := map[uint64]bool{}
 	paths := map[string]int64{}
+	// The window never goes back: what is behind it can go.
+	m.hits = slices.DeleteFunc(m.hits, func(h Hit) bool { return h.Time <= m.now-m.length })
+	m.rejected = slices.DeleteFunc(m.rejected, func(sec int64) bool { return sec <= m.now-m.length })
 	for _, h := range m.hits {
 		if !m.in(h.Time) {
 			continue
@@ -260,12 +271,21 @@ func (m *model) check(t *testing.T, s *Snapshot, maxPaths int, exactPaths bool) 
 			rejected++
 		}
 	}
-	if s.Requests != requests || s.PageViews != pageviews || s.Visitors != int64(len(visitors)) || s.Rejected != rejected {
-		t.Fatalf("now %d: got requests/pageviews/visitors/rejected %d/%d/%d/%d, want %d/%d/%d/%d", m.now,
-			s.Requests, s.PageViews, s.Visitors, s.Rejected, requests, pageviews, len(visitors), rejected)
-	}
+	gotVisitors := s.Visitors
 	if s.Approximate {
-		t.Fatalf("now %d: approximate under the visitor cap", m.now)
+		m.approximate++
+		// Under a few dozen visitors, the sketch's linear counting is off
+		// by one at most (two of them in one register of 16,384).
+		if d := gotVisitors - int64(len(visitors)); d >= -1 && d <= 0 {
+			gotVisitors = int64(len(visitors))
+		}
+	}
+	if s.Requests != requests || s.PageViews != pageviews || gotVisitors != int64(len(visitors)) || s.Rejected != rejected {
+		t.Fatalf("now %d: got requests/pageviews/visitors/rejected %d/%d/%d/%d (approximate %v), want %d/%d/%d/%d", m.now,
+			s.Requests, s.PageViews, s.Visitors, s.Rejected, s.Approximate, requests, pageviews, len(visitors), rejected)
+	}
+	if !s.Approximate && len(visitors) > maxVisitors {
+		t.Fatalf("now %d: %d visitors counted exactly, over the cap %d", m.now, len(visitors), maxVisitors)
 	}
 	if want := time.Unix(m.now+1, 0).UTC(); !s.To.Equal(want) {
 		t.Fatalf("To = %v, want %v", s.To, want)
