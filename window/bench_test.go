@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally/parser"
 )
 
 // steadyStream is a 10-minute window fed 1,000 lines a second, 70% of them
@@ -57,10 +59,16 @@ func (st *steadyStream) next() {
 // BenchmarkAdd is the cost of one line in steady state, evictions included.
 func BenchmarkAdd(b *testing.B) {
 	st := newSteadyStream()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := threadCPU()
 	for range b.N {
 		st.next()
+	}
+	if cpu > 0 {
+		b.ReportMetric(float64(threadCPU()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -170,4 +178,17 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// BenchmarkClassify is the cost of the page-view rules for a browser's page
+// view, the common and slowest case: every bot token is searched for.
+func BenchmarkClassify(b *testing.B) {
+	r := DefaultRules()
+	r.Init()
+	rec := &parser.Record{Host: []byte("203.0.113.77"), Time: t0, Method: []byte("GET"), Path: []byte("/blog/2026/11/a-post"),
+		Status: 200, UserAgent: []byte("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")}
+	b.ReportAllocs()
+	for range b.N {
+		r.Classify(rec)
+	}
 }

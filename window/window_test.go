@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -337,6 +338,8 @@ func TestClassify(t *testing.T) {
 		{"crawler", rec("GET", "/", 200, "Mozilla/5.0 (compatible; Googlebot/2.1)"), false},
 		{"curl", rec("GET", "/", 200, "curl/8.5.0"), false},
 		{"no agent", rec("GET", "/", 200, "-"), false},
+		{"long agent", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)), true},
+		{"long crawler", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)+"SpiderX"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
