@@ -484,3 +484,29 @@ func TestClassifyDoesNotAllocate(t *testing.T) {
 		t.Errorf("Classify: %v allocs, want 0", n)
 	}
 }
+
+// TestAddDoesNotAllocate checks BenchmarkAdd's 0 allocs/op in the normal test
+// run, on a small window that has gone round a few times. (A path that is
+// new to the window, or folded into the table, takes one string.)
+func TestAddDoesNotAllocate(t *testing.T) {
+	w := New(Config{Length: 10 * time.Second, MaxSkew: 5 * time.Second}, t0)
+	paths := make([][]byte, 80)
+	for i := range paths {
+		paths[i] = fmt.Appendf(nil, "/p%d", i)
+	}
+	i, sec := 0, t0.Unix()
+	next := func() {
+		if i%100 == 0 {
+			sec++
+			w.Advance(time.Unix(sec, 0))
+		}
+		w.Add(Hit{Time: sec - int64(i%7) + int64(i%3), PageView: i%4 > 0, Visitor: mix(uint64(i % 300)), Path: paths[i%len(paths)]})
+		i++
+	}
+	for range 5000 {
+		next()
+	}
+	if n := testing.AllocsPerRun(2000, next); n != 0 {
+		t.Errorf("Add: %v allocs per line, want 0", n)
+	}
+}
