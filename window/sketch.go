@@ -22,7 +22,7 @@ const (
 // leaves the window, as they leave the exact count. Out-of-order seconds are
 // fine: a register only ever keeps the later second.
 //
-// It takes 2^14 * 51 * 8 bytes = 6.7 MB, whatever the number of visitors.
+// It takes 2^14 * 52 * 8 bytes = 7 MB, whatever the number of visitors.
 type sketch struct {
 	last [sketchM][sketchRanks + 1]int64 // [register][rank] -> latest second; 0 is never (the epoch itself is not a useful window)
 	// ranks has bit r of a register set once rank r was seen there, so

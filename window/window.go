@@ -21,20 +21,20 @@
 //
 //   - Paths: at most MaxPaths (default 100,000) distinct paths are counted.
 //     Past that, a new path takes over the entry of the least viewed one and
-//     inherits its count (Space-Saving). A path with more than
-//     PageViews/MaxPaths views in the window is never taken over and its count
-//     stays exact; the counts of paths that were taken over are lower bounds,
+//     inherits its count (Space-Saving). A path that keeps more than
+//     PageViews/MaxPaths of the window's views is never taken over and its
+//     count stays exact; the counts of paths that were taken over are lower bounds,
 //     and a path folded out of the table is missing from Pages. About 100
 //     bytes per path plus the path itself.
 //   - Visitors: exact up to MaxVisitors (default 5,000,000) distinct visitors
 //     in the window, about 40 bytes each. Past that the exact set is dropped
-//     for a sliding HyperLogLog (6.7 MB, 0.81% standard error) and snapshots
+//     for a sliding HyperLogLog (7 MB, 0.81% standard error) and snapshots
 //     say Approximate. When the estimate falls under half the cap, an exact
 //     set is started again; one window later it covers the whole window and
 //     the count is exact again.
 //   - Per second of the window: about 8 bytes per new visitor and 8 per path
 //     with page views in that second; held future hits cost their path's
-//     bytes plus 40 bytes each, for at most MaxSkew.
+//     bytes plus 24 bytes each, for at most MaxSkew.
 package window
 
 import (
