@@ -91,8 +91,12 @@ type Stats struct {
 	To            time.Time `json:"to"`
 	WindowSeconds int64     `json:"window_seconds"`
 	Visitors      int64     `json:"visitors"`
-	PageViews     int64     `json:"pageviews"`
-	Requests      int64     `json:"requests"`
+	// Approximate is present, and true, when Visitors is an estimate: the
+	// window holds more visitors than --max-visitors.
+	Approximate bool  `json:"approximate,omitempty"`
+	PageViews   int64 `json:"pageviews"`
+	Requests    int64 `json:"requests"`
+	Rejected    int64 `json:"rejected"` // lines rejected in the window
 }
 
 // Pages is the body of GET /api/v1/pages.
@@ -117,7 +121,8 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	snap := s.cfg.Snapshot()
 	writeJSON(w, http.StatusOK, Stats{
 		From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second),
-		Visitors: snap.Visitors, PageViews: snap.PageViews, Requests: snap.Requests,
+		Visitors: snap.Visitors, Approximate: snap.Approximate, PageViews: snap.PageViews,
+		Requests: snap.Requests, Rejected: snap.Rejected,
 	})
 }
 

@@ -26,7 +26,7 @@ func TestEndpoints(t *testing.T) {
 		status         int
 		body           string
 	}{
-		{"GET", "/api/v1/stats", 200, `{"from":"2026-11-21T11:50:01Z","to":"2026-11-21T12:00:01Z","window_seconds":600,"visitors":2,"pageviews":5,"requests":9}`},
+		{"GET", "/api/v1/stats", 200, `{"from":"2026-11-21T11:50:01Z","to":"2026-11-21T12:00:01Z","window_seconds":600,"visitors":2,"pageviews":5,"requests":9,"rejected":0}`},
 		{"GET", "/api/v1/pages", 200, `{"from":"2026-11-21T11:50:01Z","to":"2026-11-21T12:00:01Z","window_seconds":600,"pages":[{"path":"/a","pageviews":3},{"path":"/b","pageviews":2}]}`},
 		{"GET", "/api/v1/pages?limit=1", 200, `{"from":"2026-11-21T11:50:01Z","to":"2026-11-21T12:00:01Z","window_seconds":600,"pages":[{"path":"/a","pageviews":3}]}`},
 		{"GET", "/api/v1/pages?limit=0", 400, `{"error":"limit must be an integer from 1 to 1000"}`},
@@ -65,5 +65,16 @@ func TestEmptyPagesIsArray(t *testing.T) {
 	var body struct{ Pages []Page }
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Pages == nil {
 		t.Fatalf("pages = %s, want an empty array", rec.Body)
+	}
+}
+
+func TestApproximateVisitors(t *testing.T) {
+	snap := &window.Snapshot{Length: time.Minute, Visitors: 5_123_456, Approximate: true, Rejected: 3}
+	s := New(Config{Snapshot: func() *window.Snapshot { return snap }})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/stats", nil))
+	want := `{"from":"0001-01-01T00:00:00Z","to":"0001-01-01T00:00:00Z","window_seconds":60,"visitors":5123456,"approximate":true,"pageviews":0,"requests":0,"rejected":3}` + "\n"
+	if got := rec.Body.String(); got != want {
+		t.Errorf("body = %s\nwant   %s", got, want)
 	}
 }

@@ -93,8 +93,9 @@ type Pipeline struct {
 	commits  atomic.Int64
 }
 
-// rejectReasons are the parser reasons, with a catch-all last.
-var rejectReasons = append(append([]error{}, parser.Reasons...), errOther)
+// rejectReasons are the parser reasons and the window's, with a catch-all
+// last.
+var rejectReasons = append(append([]error{}, parser.Reasons...), window.ErrTooNew, errOther)
 
 var errOther = errors.New("other")
 
@@ -129,6 +130,13 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 	defer flush.Stop()
 	publish := time.NewTicker(p.cfg.PublishInterval)
 	defer publish.Stop()
+	// On the clock, counts also change when a second leaves the window:
+	// publish on each second boundary too, so the slide shows at once.
+	second := time.NewTimer(untilNextSecond(p.cfg.Now()))
+	defer second.Stop()
+	if p.cfg.Anchor != AnchorClock {
+		second.Stop()
+	}
 	src := in
 	for {
 		select {
@@ -148,8 +156,16 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 			}
 		case <-publish.C:
 			p.publish()
+		case <-second.C:
+			p.publish()
+			second.Reset(untilNextSecond(p.cfg.Now()))
 		}
 	}
+}
+
+// untilNextSecond is the time from now to the next whole second.
+func untilNextSecond(now time.Time) time.Duration {
+	return now.Truncate(time.Second).Add(time.Second).Sub(now)
 }
 
 func (p *Pipeline) finish() error {
@@ -177,16 +193,22 @@ func (p *Pipeline) line(line []byte) {
 	p.lines.Add(1)
 	p.batch.Line()
 	if err := p.cfg.Format.Parse(line, &p.rec); err != nil {
+		p.cfg.Window.Reject()
 		p.reject(line, err)
 		return
 	}
-	p.parsed.Add(1)
 	h := p.cfg.Rules.Classify(&p.rec)
 	if p.cfg.Anchor == AnchorLog && h.Time > p.last {
 		p.last = h.Time
 		p.cfg.Window.Advance(time.Unix(h.Time, 0))
 	}
-	live := p.cfg.Window.Add(h) && p.cfg.PersistWindow
+	outcome := p.cfg.Window.Add(h)
+	if outcome == window.TooNew {
+		p.reject(line, window.ErrTooNew) // the window counted it already
+		return
+	}
+	p.parsed.Add(1)
+	live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
 	p.batch.Add(h, p.rec.Status, p.rec.Bytes, live)
 }
 
@@ -256,7 +278,7 @@ func (p *Pipeline) publish() {
 // Lines returns how many lines have been read.
 func (p *Pipeline) Lines() int64 { return p.lines.Load() }
 
-// Parsed returns how many lines parsed.
+// Parsed returns how many lines parsed and were accepted.
 func (p *Pipeline) Parsed() int64 { return p.parsed.Load() }
 
 // Rejected returns how many lines were rejected, for every reason.

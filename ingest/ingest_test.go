@@ -66,8 +66,9 @@ func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 	format, _ := parser.New("combined")
 	rules := window.DefaultRules()
 	rules.Init()
-	p := New(Config{Format: format, Rules: &rules, Window: window.New(window.Config{}, t0), Store: store,
-		Now: func() time.Time { return t0 }, FlushLines: 50, FlushInterval: time.Millisecond})
+	now := t0.Add(5 * time.Minute) // after every line the test writes
+	p := New(Config{Format: format, Rules: &rules, Window: window.New(window.DefaultConfig(), now), Store: store,
+		Now: func() time.Time { return now }, FlushLines: 50, FlushInterval: time.Millisecond})
 
 	in := make(chan tailer.Chunk)
 	done := make(chan error, 1)

@@ -1,5 +1,5 @@
 // Package window keeps the live counts of the last few minutes: requests,
-// page views, unique visitors and page views per path.
+// page views, unique visitors, page views per path and rejected lines.
 //
 // Counts are kept per second in a ring that covers the window, with running
 // totals beside it: adding a hit touches one slot and the totals, and moving
@@ -7,54 +7,138 @@
 // for as long as its latest page view is inside the window, which is what
 // makes the unique count exact. One goroutine owns a Window; readers get an
 // immutable Snapshot that the owner publishes, so reads never wait on ingest.
+//
+// # Time
+//
+// A hit counts in its own second. One older than the window is history only
+// (Add reports TooOld; storage still keeps it). One up to MaxSkew in the
+// future is held and counts when its second arrives. One further ahead is
+// rejected (TooNew, ErrTooNew) and counted among the window's rejected lines.
+//
+// # Limits
+//
+// Memory is bounded whatever the traffic:
+//
+//   - Paths: at most MaxPaths (default 100,000) distinct paths are counted.
+//     Past that, a new path takes over the entry of the least viewed one and
+//     inherits its count (Space-Saving). A path that keeps more than
+//     PageViews/MaxPaths of the window's views is never taken over and its
+//     count stays exact; the counts of paths that were taken over are lower bounds,
+//     and a path folded out of the table is missing from Pages. About 100
+//     bytes per path plus the path itself.
+//   - Visitors: exact up to MaxVisitors (default 5,000,000) distinct visitors
+//     in the window, about 40 bytes each. Past that the exact set is dropped
+//     for a sliding HyperLogLog (7 MB, 0.81% standard error) and snapshots
+//     say Approximate. When the estimate falls under half the cap, an exact
+//     set is started again; one window later it covers the whole window and
+//     the count is exact again.
+//   - Per second of the window: about 8 bytes per new visitor and 8 per path
+//     with page views in that second; held future hits cost their path's
+//     bytes plus 24 bytes each, for at most MaxSkew.
 package window
 
 import (
-	"cmp"
+	"errors"
 	"flag"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 )
 
-// DefaultLength is the default window length.
-const DefaultLength = 10 * time.Minute
+// Defaults for Config.
+const (
+	DefaultLength      = 10 * time.Minute
+	DefaultMaxSkew     = 2 * time.Minute
+	DefaultMaxPaths    = 100_000
+	DefaultMaxVisitors = 5_000_000
+)
 
 // MaxPages is how many of the top pages a Snapshot carries.
 const MaxPages = 1000
 
+// ErrTooNew is the reason a hit further in the future than MaxSkew is
+// rejected: a clock that far ahead is wrong, and holding its lines would let
+// one bad server grow memory without bound.
+var ErrTooNew = errors.New("timestamp too far in the future")
+
 // Config configures a Window.
 type Config struct {
-	Length time.Duration // window length, whole seconds; default DefaultLength
+	Length      time.Duration // window length, whole seconds; default DefaultLength
+	MaxSkew     time.Duration // how far in the future a hit may be and still be held
+	MaxPaths    int           // distinct paths counted exactly; default DefaultMaxPaths
+	MaxVisitors int           // distinct visitors counted exactly; default DefaultMaxVisitors
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{Length: DefaultLength, MaxSkew: DefaultMaxSkew, MaxPaths: DefaultMaxPaths, MaxVisitors: DefaultMaxVisitors}
 }
 
 // RegisterFlags registers the window's flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Length, "window", DefaultLength, "length of the live window, whole seconds")
+	fs.DurationVar(&c.MaxSkew, "max-skew", DefaultMaxSkew,
+		"lines up to this far in the future are held until their second; further ahead they are rejected")
+	fs.IntVar(&c.MaxPaths, "max-paths", DefaultMaxPaths,
+		"most distinct paths counted in the window; past it the least viewed are folded (top pages stay right)")
+	fs.IntVar(&c.MaxVisitors, "max-visitors", DefaultMaxVisitors,
+		"most distinct visitors counted exactly; past it visitors are estimated (HyperLogLog, ~1% error)")
 }
 
 // Validate reports a configuration that New would have to correct.
 func (c Config) Validate() error {
+	var errs []error
 	if c.Length < time.Second || c.Length%time.Second != 0 {
-		return fmt.Errorf("window %s: must be whole seconds, at least 1s", c.Length)
+		errs = append(errs, fmt.Errorf("window %s: must be whole seconds, at least 1s", c.Length))
 	}
-	return nil
+	if c.MaxSkew < 0 || c.MaxSkew%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("max skew %s: must be whole seconds, at least 0", c.MaxSkew))
+	}
+	if c.MaxPaths < 1 {
+		errs = append(errs, fmt.Errorf("max paths %d: must be at least 1", c.MaxPaths))
+	}
+	if c.MaxVisitors < 1 {
+		errs = append(errs, fmt.Errorf("max visitors %d: must be at least 1", c.MaxVisitors))
+	}
+	return errors.Join(errs...)
 }
+
+// Outcome is what Add did with a hit.
+type Outcome uint8
+
+// Outcomes of Add.
+const (
+	Counted Outcome = iota // inside the window, counted
+	Held                   // in the future within MaxSkew, counted when its second comes
+	TooOld                 // before the window: history only
+	TooNew                 // further ahead than MaxSkew: rejected, see ErrTooNew
+)
 
 // Window holds the per-second counts for (now-Length, now]. It is not safe
 // for concurrent use, except for Current, which any goroutine may call.
 type Window struct {
 	length int64 // seconds
+	skew   int64 // seconds
 	now    int64 // last second inside the window
 	slots  []slot
 
 	requests  int64
 	pageviews int64
-	visitors  map[uint64]int64 // visitor -> second of its latest page view
-	paths     map[string]int64 // path -> page views in the window
-	pending   []pendingHit     // hits from seconds after now, held until then
+	rejected  int64
+	paths     *pathTable
 
+	// Visitors. visitors is the exact set, visitor -> second of its latest
+	// page view, while it is kept; sketch is the estimate once the set grew
+	// past maxVisitors. Both may be set: the set is then being rebuilt, and
+	// is exact for seconds from exactSince on.
+	maxVisitors int
+	visitors    map[uint64]int64
+	sketch      *sketch
+	exactSince  int64
+
+	future []future // held hits, one ring slot per second after now
+
+	changed bool // counts or bounds changed since the last Publish
 	current atomic.Pointer[Snapshot]
 }
 
@@ -62,79 +146,166 @@ type slot struct {
 	sec       int64
 	requests  int64
 	pageviews int64
-	visitors  []uint64         // visitors with a page view in this second
-	paths     map[string]int64 // page views per path in this second
+	rejected  int64
+	visitors  []uint64  // visitors whose latest page view was in this second
+	paths     []pathRef // where this second's page views were counted
 }
 
-type pendingHit struct {
-	Hit
-	path string
+// future holds the hits of one second after now.
+type future struct {
+	sec   int64
+	hits  []heldHit
+	bytes []byte // the hits' paths, end to end
 }
 
-// New returns an empty window whose last second is now.
+type heldHit struct {
+	visitor  uint64
+	off, n   uint32 // path in future.bytes
+	pageView bool
+}
+
+// New returns an empty window whose last second is now. Zero fields of cfg
+// take their defaults, except MaxSkew, for which zero means none.
 func New(cfg Config, now time.Time) *Window {
 	if cfg.Length <= 0 {
 		cfg.Length = DefaultLength
 	}
-	n := int64(cfg.Length / time.Second)
-	if n < 1 {
-		n = 1
+	if cfg.MaxPaths <= 0 {
+		cfg.MaxPaths = DefaultMaxPaths
 	}
+	if cfg.MaxVisitors <= 0 {
+		cfg.MaxVisitors = DefaultMaxVisitors
+	}
+	n := max(int64(cfg.Length/time.Second), 1)
+	skew := max(int64(cfg.MaxSkew/time.Second), 0)
 	w := &Window{
-		length:   n,
-		now:      now.Unix(),
-		slots:    make([]slot, n),
-		visitors: make(map[uint64]int64),
-		paths:    make(map[string]int64),
+		length:      n,
+		skew:        skew,
+		now:         now.Unix(),
+		slots:       make([]slot, n),
+		paths:       newPathTable(cfg.MaxPaths),
+		maxVisitors: cfg.MaxVisitors,
+		visitors:    make(map[uint64]int64),
+		future:      make([]future, skew),
 	}
 	for s := w.now - n + 1; s <= w.now; s++ {
 		w.slots[w.index(s)].sec = s
 	}
+	for i := range w.future {
+		w.future[i].sec = -1
+	}
+	w.changed = true
 	w.Publish()
 	return w
 }
 
-func (w *Window) index(sec int64) int {
-	i := sec % w.length
+func (w *Window) index(sec int64) int { return mod(sec, w.length) }
+
+// mod is sec modulo n, from 0 to n-1 also for seconds before 1970.
+func mod(sec, n int64) int {
+	i := sec % n
 	if i < 0 {
-		i += w.length
+		i += n
 	}
 	return int(i)
 }
 
-// Add counts one hit. A hit older than the window is ignored (it belongs to
-// history only); a hit from a second after now is held until Advance reaches
-// that second. Add reports whether the hit was counted or held.
-func (w *Window) Add(h Hit) bool {
+// Add counts one hit, holds it, or turns it away; see Outcome. A TooNew hit
+// is counted as a rejected line. Add does not allocate in steady state.
+func (w *Window) Add(h Hit) Outcome {
 	switch {
 	case h.Time <= w.now-w.length:
-		return false
+		return TooOld
+	case h.Time > w.now+w.skew:
+		w.Reject()
+		return TooNew
 	case h.Time > w.now:
-		w.pending = append(w.pending, pendingHit{Hit: h, path: string(h.Path)})
-		return true
+		w.hold(h)
+		return Held
 	}
-	w.add(h, h.Path)
-	return true
+	w.add(h.Time, h.PageView, h.Visitor, h.Path)
+	return Counted
 }
 
-func (w *Window) add(h Hit, path []byte) {
-	s := &w.slots[w.index(h.Time)]
+// Reject counts a rejected line in the window's current second: a line that
+// did not parse has no second of its own.
+func (w *Window) Reject() {
+	w.slots[w.index(w.now)].rejected++
+	w.rejected++
+	w.changed = true
+}
+
+func (w *Window) add(sec int64, pageView bool, visitor uint64, path []byte) {
+	s := &w.slots[w.index(sec)]
 	s.requests++
 	w.requests++
-	if !h.PageView {
+	w.changed = true
+	if !pageView {
 		return
 	}
 	s.pageviews++
 	w.pageviews++
-	if last, ok := w.visitors[h.Visitor]; !ok || h.Time > last {
-		w.visitors[h.Visitor] = h.Time
-		s.visitors = append(s.visitors, h.Visitor)
+	w.addVisitor(s, visitor)
+	w.addPath(s, path, 1)
+}
+
+func (w *Window) addVisitor(s *slot, v uint64) {
+	if w.visitors != nil {
+		if last, ok := w.visitors[v]; !ok || s.sec > last {
+			w.visitors[v] = s.sec
+			s.visitors = append(s.visitors, v)
+			if !ok && len(w.visitors) > w.maxVisitors {
+				w.dropExact()
+			}
+		}
 	}
-	if s.paths == nil {
-		s.paths = make(map[string]int64)
+	if w.sketch != nil {
+		w.sketch.add(v, s.sec)
 	}
-	s.paths[string(path)]++
-	w.paths[string(path)]++
+}
+
+// dropExact gives up the exact visitor set, which outgrew its cap, for the
+// sketch.
+func (w *Window) dropExact() {
+	if w.sketch == nil {
+		w.sketch = new(sketch)
+		for v, sec := range w.visitors {
+			w.sketch.add(v, sec)
+		}
+	}
+	w.visitors = nil
+	for i := range w.slots {
+		w.slots[i].visitors = nil
+	}
+}
+
+func (w *Window) addPath(s *slot, path []byte, n int64) {
+	for n > 0 {
+		r := w.paths.add(path, min(n, maxRefViews))
+		n -= int64(r.n)
+		if k := len(s.paths) - 1; k >= 0 && s.paths[k].id == r.id && s.paths[k].gen == r.gen &&
+			int(s.paths[k].n)+int(r.n) <= maxRefViews {
+			s.paths[k].n += r.n // the same page again in the same second
+			continue
+		}
+		s.paths = append(s.paths, r)
+	}
+}
+
+// hold keeps a future hit, with a copy of its path, until its second.
+func (w *Window) hold(h Hit) {
+	f := &w.future[mod(h.Time, w.skew)]
+	if f.sec != h.Time {
+		f.sec = h.Time
+		f.hits = f.hits[:0]
+		f.bytes = f.bytes[:0]
+	}
+	held := heldHit{visitor: h.Visitor, off: uint32(len(f.bytes)), pageView: h.PageView}
+	if h.PageView { // only page views count their path
+		held.n = uint32(len(h.Path))
+		f.bytes = append(f.bytes, h.Path...)
+	}
+	f.hits = append(f.hits, held)
 }
 
 // Seed adds counts that were stored at minute resolution, as if they all
@@ -152,70 +323,83 @@ func (w *Window) Seed(sec, requests, pageviews int64, visitors []uint64, paths m
 	s.pageviews += pageviews
 	w.pageviews += pageviews
 	for _, v := range visitors {
-		if last, ok := w.visitors[v]; !ok || sec > last {
-			w.visitors[v] = sec
-			s.visitors = append(s.visitors, v)
-		}
-	}
-	if len(paths) > 0 && s.paths == nil {
-		s.paths = make(map[string]int64, len(paths))
+		w.addVisitor(s, v)
 	}
 	for p, n := range paths {
-		s.paths[p] += n
-		w.paths[p] += n
+		if n > 0 {
+			w.addPath(s, []byte(p), n)
+		}
 	}
+	w.changed = true
 }
 
 // Advance moves the window so that its last second is now. Seconds that leave
 // the window are subtracted; held hits whose second has come are counted.
 // A now earlier than the current end is ignored: the window never goes back.
-func (w *Window) Advance(now time.Time) {
+// Advance reports whether the counts changed, which is when a new snapshot
+// is worth publishing at once.
+func (w *Window) Advance(now time.Time) bool {
 	to := now.Unix()
 	if to <= w.now {
-		return
+		return false
 	}
-	from := w.now + 1
-	if to-from >= w.length {
-		from = to - w.length + 1
-	}
+	changed := false
+	from := max(w.now+1, to-w.length+1)
 	for sec := from; sec <= to; sec++ {
-		w.evict(&w.slots[w.index(sec)])
-		w.slots[w.index(sec)].sec = sec
+		s := &w.slots[w.index(sec)]
+		changed = w.evict(s) || changed
+		s.sec = sec
 	}
+	old := w.now
 	w.now = to
-	if len(w.pending) > 0 {
-		keep := w.pending[:0]
-		for _, p := range w.pending {
-			if p.Time > w.now {
-				keep = append(keep, p)
-				continue
-			}
-			if p.Time > w.now-w.length {
-				w.add(p.Hit, []byte(p.path))
-			}
-		}
-		clear(w.pending[len(keep):])
-		w.pending = keep
+	for sec := old + 1; sec <= min(to, old+w.skew); sec++ {
+		changed = w.release(sec) || changed
 	}
+	if w.visitors != nil && w.sketch != nil && w.now-w.length+1 >= w.exactSince {
+		w.sketch = nil // the rebuilt set now covers the whole window
+		changed = true
+	}
+	w.changed = true // the bounds moved
+	return changed
 }
 
-// evict subtracts a slot's counts from the totals and empties it.
-func (w *Window) evict(s *slot) {
+// release counts the held hits of second sec, now inside the window.
+func (w *Window) release(sec int64) bool {
+	f := &w.future[mod(sec, w.skew)]
+	if f.sec != sec {
+		return false
+	}
+	f.sec = -1
+	if sec <= w.now-w.length {
+		return false // the window jumped past it: history only
+	}
+	for _, h := range f.hits {
+		w.add(sec, h.pageView, h.visitor, f.bytes[h.off:h.off+h.n])
+	}
+	return len(f.hits) > 0
+}
+
+// evict subtracts a slot's counts from the totals and empties it. It
+// reports whether the slot held anything.
+func (w *Window) evict(s *slot) bool {
+	if s.requests == 0 && s.rejected == 0 && len(s.visitors) == 0 && len(s.paths) == 0 {
+		return false
+	}
 	w.requests -= s.requests
 	w.pageviews -= s.pageviews
+	w.rejected -= s.rejected
 	for _, v := range s.visitors {
 		if w.visitors[v] == s.sec {
 			delete(w.visitors, v)
 		}
 	}
-	for p, n := range s.paths {
-		if w.paths[p] -= n; w.paths[p] <= 0 {
-			delete(w.paths, p)
-		}
+	for _, r := range s.paths {
+		w.paths.remove(r)
 	}
-	s.requests, s.pageviews = 0, 0
+	s.requests, s.pageviews, s.rejected = 0, 0, 0
 	s.visitors = s.visitors[:0]
-	clear(s.paths)
+	s.paths = s.paths[:0]
+	return true
 }
 
 // Start returns the first second inside the window.
@@ -229,7 +413,11 @@ type Snapshot struct {
 	Requests  int64
 	PageViews int64
 	Visitors  int64
-	Pages     []PageCount // top pages, most viewed first, then by path
+	// Approximate is set when Visitors is an estimate, because the window
+	// holds more distinct visitors than Config.MaxVisitors.
+	Approximate bool
+	Rejected    int64       // lines rejected in the window: unparsable, or too far in the future
+	Pages       []PageCount // top pages, most viewed first, then by path; at most MaxPages
 }
 
 // PageCount is one path's page views in a Snapshot.
@@ -249,30 +437,43 @@ func (s *Snapshot) PathViews(path string) (int64, bool) {
 	return 0, false
 }
 
-// Publish builds a Snapshot of the current counts and makes it the one that
-// Current returns.
+// Publish makes a Snapshot of the current counts the one that Current
+// returns, and returns it. It costs O(MaxPages log MaxPages) when pages
+// changed and nothing when nothing did, so it may be called as often as
+// wanted.
 func (w *Window) Publish() *Snapshot {
+	if !w.changed {
+		return w.current.Load()
+	}
 	s := &Snapshot{
 		From:      time.Unix(w.now-w.length+1, 0).UTC(),
 		To:        time.Unix(w.now+1, 0).UTC(),
 		Length:    time.Duration(w.length) * time.Second,
 		Requests:  w.requests,
 		PageViews: w.pageviews,
-		Visitors:  int64(len(w.visitors)),
-		Pages:     make([]PageCount, 0, min(len(w.paths), MaxPages)),
+		Rejected:  w.rejected,
 	}
-	for p, n := range w.paths {
-		s.Pages = append(s.Pages, PageCount{Path: p, PageViews: n})
+	if prev := w.current.Load(); prev != nil && !w.paths.changed {
+		s.Pages = prev.Pages // immutable, so shared
+	} else {
+		s.Pages = w.paths.top(MaxPages)
+		w.paths.changed = false
 	}
-	slices.SortFunc(s.Pages, func(a, b PageCount) int {
-		if c := cmp.Compare(b.PageViews, a.PageViews); c != 0 {
-			return c
+	switch {
+	case w.sketch != nil:
+		s.Visitors = w.sketch.estimate(w.now - w.length)
+		s.Approximate = true
+		if w.visitors == nil && s.Visitors < int64(w.maxVisitors/2) {
+			// Few enough again: rebuild an exact set from the next second.
+			// Hits for it and later all pass through add from here on,
+			// held ones included.
+			w.visitors = make(map[uint64]int64)
+			w.exactSince = w.now + 1
 		}
-		return cmp.Compare(a.Path, b.Path)
-	})
-	if len(s.Pages) > MaxPages {
-		s.Pages = s.Pages[:MaxPages:MaxPages]
+	default:
+		s.Visitors = int64(len(w.visitors))
 	}
+	w.changed = false
 	w.current.Store(s)
 	return s
 }

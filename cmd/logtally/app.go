@@ -64,7 +64,8 @@ type Main struct {
 
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
-	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr, Rules: window.DefaultRules()}
+	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr,
+		Window: window.DefaultConfig(), Rules: window.DefaultRules()}
 }
 
 // ParseFlags reads the command and its flags, and checks them before

@@ -127,12 +127,13 @@ func TestEndToEnd(t *testing.T) {
 		line("192.0.2.9", clk.At(-1*time.Minute), "POST /a HTTP/1.1", 200, browser),        // POST
 		"garbage that is not a log line",                                                   // malformed
 		line("192.0.2.5", clk.At(-11*time.Minute), "GET /a HTTP/1.1", 200, browser),        // before the window
+		line("192.0.2.6", clk.At(5*time.Minute), "GET /a HTTP/1.1", 200, browser),          // past --max-skew
 	)
-	waitFor(t, "10 lines read", func() bool { return m.pipeline.Lines() == 10 })
+	waitFor(t, "11 lines read", func() bool { return m.pipeline.Lines() == 11 })
 	waitFor(t, "stats to show them", func() bool { return stats(t, m).Requests == 8 })
 
 	status, body := get(t, m, "/api/v1/stats")
-	want := `{"from":"2026-11-21T11:50:01Z","to":"2026-11-21T12:00:01Z","window_seconds":600,"visitors":2,"pageviews":4,"requests":8}`
+	want := `{"from":"2026-11-21T11:50:01Z","to":"2026-11-21T12:00:01Z","window_seconds":600,"visitors":2,"pageviews":4,"requests":8,"rejected":2}`
 	if status != 200 || body != want {
 		t.Errorf("stats = %d %s\nwant 200 %s", status, body, want)
 	}
@@ -145,7 +146,7 @@ func TestEndToEnd(t *testing.T) {
 	clk.Add(3 * time.Second) // the /old line's second leaves the window
 	waitFor(t, "the window to slide", func() bool { return stats(t, m).Requests == 7 })
 	status, body = get(t, m, "/api/v1/stats")
-	want = `{"from":"2026-11-21T11:50:04Z","to":"2026-11-21T12:00:04Z","window_seconds":600,"visitors":2,"pageviews":3,"requests":7}`
+	want = `{"from":"2026-11-21T11:50:04Z","to":"2026-11-21T12:00:04Z","window_seconds":600,"visitors":2,"pageviews":3,"requests":7,"rejected":2}`
 	if status != 200 || body != want {
 		t.Errorf("stats after slide = %d %s\nwant 200 %s", status, body, want)
 	}

@@ -1,0 +1,125 @@
+package window
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestPathTableInvariants drives a small table with random adds and removes
+// and checks its structure after each: buckets strictly ascending, every
+// entry's count the sum of its outstanding refs, own the sum of the refs of
+// its generation, and never more than max paths.
+func TestPathTableInvariants(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 2))
+			max := 1 + rng.IntN(8)
+			tab := newPathTable(max)
+			var refs []pathRef
+			for range 3000 {
+				if len(refs) > 0 && rng.IntN(5) < 2 {
+					i := rng.IntN(len(refs))
+					tab.remove(refs[i])
+					refs[i] = refs[len(refs)-1]
+					refs = refs[:len(refs)-1]
+				} else {
+					path := fmt.Appendf(nil, "/p%d", rng.IntN(2*max+3))
+					refs = append(refs, tab.add(path, int64(1+rng.IntN(3))))
+				}
+				checkTable(t, tab, refs)
+			}
+		})
+	}
+}
+
+func checkTable(t *testing.T, tab *pathTable, refs []pathRef) {
+	t.Helper()
+	count := map[int32]int64{}
+	own := map[int32]int64{}
+	for _, r := range refs {
+		count[int32(r.id)] += int64(r.n)
+		if r.gen == tab.entries[r.id].gen {
+			own[int32(r.id)] += int64(r.n)
+		}
+	}
+	if tab.len() > tab.max {
+		t.Fatalf("%d paths, max %d", tab.len(), tab.max)
+	}
+	seen := 0
+	prev := int64(0)
+	last := int32(nilID)
+	for b := tab.minB; b != nilID; b = tab.buckets[b].next {
+		bk := tab.buckets[b]
+		if bk.count <= prev || bk.prev != last || bk.head == nilID {
+			t.Fatalf("bucket %d: %+v after count %d, bucket %d", b, bk, prev, last)
+		}
+		for id := bk.head; id != nilID; id = tab.entries[id].next {
+			e := tab.entries[id]
+			seen++
+			if e.bucket != b || count[id] != bk.count || own[id] != e.own || tab.index[e.path] != id {
+				t.Fatalf("entry %d %+v in bucket count %d: refs count %d own %d", id, e, bk.count, count[id], own[id])
+			}
+		}
+		prev, last = bk.count, b
+	}
+	if last != tab.maxB || seen != tab.len() || seen != len(count) {
+		t.Fatalf("maxB %d, last %d; %d entries linked, %d indexed, %d referenced", tab.maxB, last, seen, tab.len(), len(count))
+	}
+}
+
+// TestHeavyHitterSurvivesFlood floods a window with the default cap of
+// 100,000 paths with a million random paths; one path with 1% of the page views must stay in
+// the table all along and keep an exact count, and so must one with 0.5%.
+func TestHeavyHitterSurvivesFlood(t *testing.T) {
+	n, maxPaths := 1_000_000, DefaultMaxPaths
+	if testing.Short() {
+		n, maxPaths = 100_000, 10_000
+	}
+	const length = 60
+	w := New(Config{Length: length * time.Second, MaxPaths: maxPaths}, t0)
+	rng := rand.New(rand.NewPCG(4, 4))
+	perSec := n / 200 // 200 seconds: the window slides 140 times during the flood
+	heavy := map[string]int{"/heavy": 100, "/half": 200}
+	inWindow := map[string][]int64{} // path -> seconds of its page views
+	var buf []byte
+	sec := t0.Unix()
+	for i := range n {
+		if i > 0 && i%perSec == 0 {
+			sec++
+			w.Advance(time.Unix(sec, 0))
+		}
+		path := ""
+		for p, every := range heavy {
+			if i%every == every/100 { // 1 and 2: never the same line
+				path = p
+			}
+		}
+		if path != "" {
+			inWindow[path] = append(inWindow[path], sec)
+			w.Add(Hit{Time: sec, PageView: true, Visitor: uint64(i), Path: []byte(path)})
+			continue
+		}
+		buf = fmt.Appendf(buf[:0], "/random/%d", rng.Uint64())
+		w.Add(Hit{Time: sec, PageView: true, Visitor: uint64(i), Path: buf})
+		if i > 0 && i%(perSec/2) == 0 {
+			for p := range heavy {
+				inWindow[p] = slices.DeleteFunc(inWindow[p], func(s int64) bool { return s <= sec-length })
+				want := int64(len(inWindow[p]))
+				id, ok := w.paths.index[p]
+				if !ok || w.paths.entries[id].own != want || w.paths.entries[id].gen != 1 {
+					t.Fatalf("line %d: %s held=%v own=%d gen=%d, want %d", i, p, ok, w.paths.entries[id].own, w.paths.entries[id].gen, want)
+				}
+			}
+		}
+	}
+	s := w.Publish()
+	if s.Pages[0].Path != "/heavy" || s.Pages[1].Path != "/half" || w.paths.len() != maxPaths {
+		t.Fatalf("top pages %v, %d paths; want /heavy then /half, the cap", s.Pages[:2], w.paths.len())
+	}
+	if w.paths.folded < int64(n/4) {
+		t.Fatalf("only %d paths folded: the flood did not fill the table", w.paths.folded)
+	}
+}
