@@ -12,9 +12,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/window"
@@ -41,6 +43,12 @@ type Config struct {
 	Ready  func() error
 	Now    func() time.Time // for "today"; time.Now if nil
 	Logger *slog.Logger
+	HTTP   HTTPConfig
+	// Status reports the daemon's state for /api/v1/status.
+	Status func() Status
+	// Metrics, if set, is served at /metrics, and API requests are counted
+	// in it by route and status.
+	Metrics *prometheus.Registry
 }
 
 // History is the stored data the history endpoints read: *storage.Store.
@@ -51,8 +59,12 @@ type History interface {
 
 // Server is the API's HTTP handler.
 type Server struct {
-	cfg    Config
-	router *mux.Router
+	cfg          Config
+	http         HTTPConfig
+	router       *mux.Router
+	cache        atomic.Pointer[rendered]
+	cacheControl []string
+	metrics      *routeMetrics
 }
 
 // New returns the API handler.
@@ -66,24 +78,44 @@ func New(cfg Config) *Server {
 	if cfg.Ready == nil {
 		cfg.Ready = func() error { return nil }
 	}
-	s := &Server{cfg: cfg, router: mux.NewRouter()}
-	s.router.HandleFunc("/api/v1/stats", s.stats).Methods(http.MethodGet, http.MethodHead)
-	s.router.HandleFunc("/api/v1/pages", s.pages).Methods(http.MethodGet, http.MethodHead)
-	s.router.HandleFunc("/api/v1/pages/count", s.pageCounts).Methods(http.MethodGet, http.MethodHead)
-	s.router.HandleFunc("/api/v1/series", s.series).Methods(http.MethodGet, http.MethodHead)
-	s.router.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
-	s.router.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
-	s.router.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &Server{cfg: cfg, http: cfg.HTTP, router: mux.NewRouter()}
+	s.cacheControl = []string{"no-cache"}
+	if age := int(cfg.HTTP.CacheMaxAge / time.Second); age > 0 {
+		s.cacheControl = []string{"public, max-age=" + strconv.Itoa(age)}
+	}
+	if cfg.Metrics != nil {
+		s.metrics = &routeMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "logtally_api_requests_total", Help: "API requests by route and status.",
+		}, []string{"route", "code"})}
+		cfg.Metrics.MustRegister(s.metrics.requests)
+		s.router.Handle("/metrics", metricsHandler(cfg.Metrics)).Methods(http.MethodGet, http.MethodHead)
+	}
+	get := func(path string, h http.HandlerFunc) {
+		s.router.HandleFunc(path, s.counted(path, h)).Methods(http.MethodGet, http.MethodHead)
+	}
+	get("/api/v1/stats", s.stats)
+	get("/api/v1/pages", s.pages)
+	get("/api/v1/pages/count", s.pageCounts)
+	get("/api/v1/series", s.series)
+	get("/api/v1/status", s.status)
+	get("/healthz", s.healthz)
+	get("/readyz", s.readyz)
+	s.router.NotFoundHandler = s.counted("unknown", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
-	s.router.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.router.MethodNotAllowedHandler = s.counted("method", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 	})
 	return s
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cors(w, r) {
+		return
+	}
+	s.router.ServeHTTP(w, r)
+}
 
 // Stats is the body of GET /api/v1/stats.
 type Stats struct {
@@ -114,16 +146,13 @@ type Page struct {
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r, nil); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+	if r.URL.RawQuery != "" {
+		if err := onlyParams(r, nil); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 	}
-	snap := s.cfg.Snapshot()
-	writeJSON(w, http.StatusOK, Stats{
-		From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second),
-		Visitors: snap.Visitors, Approximate: snap.Approximate, PageViews: snap.PageViews,
-		Requests: snap.Requests, Rejected: snap.Rejected,
-	})
+	s.serveBody(w, r, s.rendered().stats)
 }
 
 func (s *Server) pages(w http.ResponseWriter, r *http.Request) {
@@ -136,14 +165,7 @@ func (s *Server) pages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	snap := s.cfg.Snapshot()
-	top := snap.Pages[:min(limit, len(snap.Pages))]
-	body := Pages{From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second),
-		Pages: make([]Page, len(top))}
-	for i, p := range top {
-		body.Pages[i] = Page{Path: p.Path, PageViews: p.PageViews}
-	}
-	writeJSON(w, http.StatusOK, body)
+	s.serveBody(w, r, s.rendered().pagesBody(limit))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +47,8 @@ type Config struct {
 	Rules  *window.Rules // initialised
 	Window *window.Window
 	Store  Committer
+	// NoSamples turns off keeping the last rejected lines.
+	NoSamples bool
 	// PersistWindow stores the live window's per-second state with each
 	// commit, so that a restart rebuilds the window exactly. Replay, which
 	// has no live window to serve, leaves it off.
@@ -63,6 +68,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"what the window ends at: clock (now) or log (the newest line's time, for archives)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", DefaultFlushInterval, "longest time between commits")
 	fs.IntVar(&c.FlushLines, "flush-lines", DefaultFlushLines, "most lines in one commit")
+	fs.BoolVar(&c.NoSamples, "no-samples", false, "do not keep the last rejected lines for /api/v1/status")
 }
 
 // Validate reports settings that cannot work.
@@ -91,7 +97,25 @@ type Pipeline struct {
 	lastLog  time.Time
 	lastErr  atomic.Pointer[error] // the last commit's error; nil once one succeeds
 	commits  atomic.Int64
+	lastOK   atomic.Int64 // unix nanoseconds of the last successful commit
+	bytes    atomic.Int64 // bytes of lines read
+
+	samplesMu sync.Mutex
+	samples   []Sample // the last MaxSamples rejected lines, oldest first
 }
+
+// Sample is a rejected line kept for operators to look at.
+type Sample struct {
+	Time   time.Time
+	Reason string
+	Line   string
+}
+
+// Limits on rejected-line samples.
+const (
+	MaxSamples    = 10
+	MaxSampleSize = 512
+)
 
 // rejectReasons are the parser reasons and the window's, with a catch-all
 // last.
@@ -176,6 +200,7 @@ func (p *Pipeline) finish() error {
 
 func (p *Pipeline) chunk(c tailer.Chunk) {
 	data := c.Data
+	p.bytes.Add(int64(len(data)))
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		var line []byte
@@ -223,6 +248,9 @@ func (p *Pipeline) reject(line []byte, err error) {
 	}
 	p.rejected[i].Add(1)
 	p.batch.Reject(p.cfg.Now().Unix())
+	if !p.cfg.NoSamples {
+		p.sample(line, err)
+	}
 	if now := time.Now(); now.Sub(p.lastLog) >= time.Second {
 		p.lastLog = now
 		const max = 256
@@ -233,6 +261,39 @@ func (p *Pipeline) reject(line []byte, err error) {
 			"rejected_total", p.Rejected())
 	}
 }
+
+// sample keeps a copy of a rejected line, cut to MaxSampleSize bytes.
+func (p *Pipeline) sample(line []byte, err error) {
+	if len(line) > MaxSampleSize {
+		line = line[:MaxSampleSize]
+	}
+	s := Sample{Time: p.cfg.Now(), Reason: err.Error(), Line: strings.ToValidUTF8(string(line), "\uFFFD")}
+	p.samplesMu.Lock()
+	if len(p.samples) == MaxSamples {
+		copy(p.samples, p.samples[1:])
+		p.samples = p.samples[:MaxSamples-1]
+	}
+	p.samples = append(p.samples, s)
+	p.samplesMu.Unlock()
+}
+
+// Samples returns the last rejected lines, oldest first.
+func (p *Pipeline) Samples() []Sample {
+	p.samplesMu.Lock()
+	defer p.samplesMu.Unlock()
+	return slices.Clone(p.samples)
+}
+
+// LastCommit returns when a commit last succeeded; zero if none has.
+func (p *Pipeline) LastCommit() time.Time {
+	if n := p.lastOK.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// BytesRead returns the bytes of lines read.
+func (p *Pipeline) BytesRead() int64 { return p.bytes.Load() }
 
 func (p *Pipeline) commit() error {
 	if p.batch.Empty() {
@@ -252,6 +313,7 @@ func (p *Pipeline) commit() error {
 		p.cfg.Logger.Info("commit succeeded again; reading resumed")
 	}
 	p.commits.Add(1)
+	p.lastOK.Store(time.Now().UnixNano())
 	p.batch.Reset()
 	return nil
 }

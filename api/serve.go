@@ -1,0 +1,215 @@
+package api
+
+import (
+	"encoding/json"
+	"flag"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/logtally/logtally/window"
+)
+
+// DefaultCacheMaxAge is how long clients and proxies may reuse a stats or
+// pages answer.
+const DefaultCacheMaxAge = 5 * time.Second
+
+// HTTPConfig holds the API's operator settings.
+type HTTPConfig struct {
+	CacheMaxAge time.Duration // Cache-Control max-age of the live endpoints
+	CORSOrigins []string      // origins allowed to read the API from a browser; "*" for any
+}
+
+// RegisterFlags registers the API's flags on fs.
+func (c *HTTPConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.CacheMaxAge, "cache-max-age", DefaultCacheMaxAge,
+		"Cache-Control max-age of /api/v1/stats and /api/v1/pages (0 for no-cache)")
+	fs.Func("cors-origin", "`origin` allowed to read the API from a browser (repeat, or comma-separated; * for any)",
+		func(v string) error {
+			for _, o := range strings.Split(v, ",") {
+				if o = strings.TrimSpace(o); o != "" {
+					c.CORSOrigins = append(c.CORSOrigins, o)
+				}
+			}
+			return nil
+		})
+}
+
+// body is a rendered answer with its entity tag.
+type body struct {
+	data []byte
+	etag []string // one quoted entity tag, as a header value
+}
+
+func newBody(v any) *body {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // the bodies are plain structs; failing to encode them is a bug
+	}
+	data = append(data, '\n')
+	h := uint64(14695981039346656037)
+	for _, c := range data {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return &body{data: data, etag: []string{`"` + strconv.FormatUint(h, 36) + `"`}}
+}
+
+// rendered holds the bodies made from one snapshot. A poll between two
+// publishes costs a pointer comparison and a write of bytes made once.
+type rendered struct {
+	snap  *window.Snapshot
+	stats *body
+	pages sync.Map // limit -> *body
+}
+
+func (s *Server) rendered() *rendered {
+	snap := s.cfg.Snapshot()
+	if c := s.cache.Load(); c != nil && c.snap == snap {
+		return c
+	}
+	c := &rendered{snap: snap, stats: newBody(Stats{
+		From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second),
+		Visitors: snap.Visitors, Approximate: snap.Approximate, PageViews: snap.PageViews,
+		Requests: snap.Requests, Rejected: snap.Rejected,
+	})}
+	s.cache.Store(c)
+	return c
+}
+
+func (c *rendered) pagesBody(limit int) *body {
+	if b, ok := c.pages.Load(limit); ok {
+		return b.(*body)
+	}
+	snap := c.snap
+	top := snap.Pages[:min(limit, len(snap.Pages))]
+	v := Pages{From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second),
+		Pages: make([]Page, len(top))}
+	for i, p := range top {
+		v.Pages[i] = Page{Path: p.Path, PageViews: p.PageViews}
+	}
+	b := newBody(v)
+	c.pages.Store(limit, b)
+	return b
+}
+
+var (
+	contentJSON = []string{"application/json"}
+	varyOrigin  = []string{"Origin"}
+)
+
+// serveBody writes a cached body, or 304 when the client has it already.
+func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, b *body) {
+	h := w.Header()
+	h["Content-Type"] = contentJSON
+	h["Cache-Control"] = s.cacheControl
+	h["Etag"] = b.etag
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatch(inm, b.etag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h["Content-Length"] = []string{strconv.Itoa(len(b.data))}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(b.data)
+	}
+}
+
+// etagMatch reports whether an If-None-Match header names etag (weak
+// comparison, as RFC 9110 asks for If-None-Match).
+func etagMatch(values []string, etag string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cors adds the CORS headers for an allowed origin, and answers preflight
+// requests itself.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) (done bool) {
+	origin := r.Header.Get("Origin")
+	if origin == "" || len(s.http.CORSOrigins) == 0 {
+		return false
+	}
+	allowed := ""
+	for _, o := range s.http.CORSOrigins {
+		if o == "*" {
+			allowed = "*"
+			break
+		}
+		if o == origin {
+			allowed = origin
+			break
+		}
+	}
+	if allowed == "" {
+		return false
+	}
+	h := w.Header()
+	h["Access-Control-Allow-Origin"] = []string{allowed}
+	h["Vary"] = varyOrigin
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		h["Access-Control-Allow-Methods"] = []string{"GET, HEAD, OPTIONS"}
+		h["Access-Control-Allow-Headers"] = []string{"If-None-Match"}
+		h["Access-Control-Max-Age"] = []string{"600"}
+		w.WriteHeader(http.StatusNoContent)
+		return true
+	}
+	h["Access-Control-Expose-Headers"] = []string{"ETag"}
+	return false
+}
+
+// routeMetrics counts API requests by route and status.
+type routeMetrics struct {
+	requests *prometheus.CounterVec
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// counted wraps a handler so that its requests are counted under route.
+func (s *Server) counted(route string, h http.HandlerFunc) http.HandlerFunc {
+	if s.metrics == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h(sw, r)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
+	}
+}
+
+// metricsHandler serves the registry in the Prometheus text format.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,71 @@
+package api
+
+import (
+	"net/http"
+	"time"
+)
+
+// Status is the body of GET /api/v1/status: what an operator checks first.
+type Status struct {
+	Version       string           `json:"version"`
+	Started       time.Time        `json:"started"`
+	UptimeSeconds float64          `json:"uptime_seconds"`
+	Files         []FileStatus     `json:"files"`
+	Lines         LineStatus       `json:"lines"`
+	Samples       []RejectedSample `json:"rejected_samples"`
+	Store         StoreStatus      `json:"store"`
+}
+
+// FileStatus is one followed or replayed file.
+type FileStatus struct {
+	Path        string `json:"path"`
+	Fingerprint string `json:"fingerprint"`
+	Offset      int64  `json:"offset"`
+	Size        int64  `json:"size"`
+	LagBytes    int64  `json:"lag_bytes"`
+	State       string `json:"state"`
+}
+
+// LineStatus counts lines since the daemon started.
+type LineStatus struct {
+	Read      int64            `json:"read"`
+	Parsed    int64            `json:"parsed"`
+	Rejected  int64            `json:"rejected"`
+	ByReason  map[string]int64 `json:"rejected_by_reason"`
+	BytesRead int64            `json:"bytes_read"`
+}
+
+// RejectedSample is one of the last rejected lines, cut to a bounded length.
+type RejectedSample struct {
+	Time   time.Time `json:"time"`
+	Reason string    `json:"reason"`
+	Line   string    `json:"line"`
+}
+
+// StoreStatus is the database's state.
+type StoreStatus struct {
+	Path       string    `json:"path"`
+	State      string    `json:"state"` // "ok" or "failing"
+	Error      string    `json:"error,omitempty"`
+	Commits    int64     `json:"commits"`
+	LastCommit time.Time `json:"last_commit"`
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if err := onlyParams(r, nil); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if s.cfg.Status == nil {
+		writeError(w, http.StatusNotFound, "no status is available")
+		return
+	}
+	st := s.cfg.Status()
+	if st.Files == nil {
+		st.Files = []FileStatus{}
+	}
+	if st.Samples == nil {
+		st.Samples = []RejectedSample{}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
