@@ -39,3 +39,10 @@ func splitLines(data []byte) [][]byte {
 	}
 	return out
 }
+
+// gonxOnly returns a copy of f that parses with gonx, the reference.
+func gonxOnly(f *Format) *Format {
+	g := *f
+	g.fields = nil
+	return &g
+}
