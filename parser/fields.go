@@ -137,9 +137,15 @@ func (f *Format) assemble(vals *values, r *Record) error {
 		}
 		r.Bytes = n
 	}
-	r.Referer = f.text(r, vals, vals.v(roleReferer))
-	r.UserAgent = f.text(r, vals, vals.v(roleUserAgent))
-	r.VHost = f.text(r, vals, vals.v(roleVHost))
+	if has(roleReferer) {
+		r.Referer = f.text(r, vals, vals.v(roleReferer))
+	}
+	if has(roleUserAgent) {
+		r.UserAgent = f.text(r, vals, vals.v(roleUserAgent))
+	}
+	if has(roleVHost) {
+		r.VHost = f.text(r, vals, vals.v(roleVHost))
+	}
 	for ro := roleRequestTime; ro <= roleRequestTimeS; ro++ {
 		if v := vals.v(ro); has(ro) && !(len(v) == 1 && v[0] == '-') {
 			if r.RequestTime, ok = duration(v, ro); !ok {

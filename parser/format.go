@@ -226,13 +226,18 @@ func (f *Format) Parse(line []byte, r *Record) error {
 
 // scan is the fast path: split line by the format's literals, then decode.
 func (f *Format) scan(line []byte, r *Record) error {
-	if !bytes.HasPrefix(line, f.prefix) {
-		return ErrFormat
-	}
-	if len(line) > math.MaxInt32 {
-		return ErrFormat
-	}
 	var vals values
+	if err := f.split(line, &vals); err != nil {
+		return err
+	}
+	return f.assemble(&vals, r)
+}
+
+// split finds every field of line by the literal that follows it.
+func (f *Format) split(line []byte, vals *values) error {
+	if len(line) > math.MaxInt32 || !bytes.HasPrefix(line, f.prefix) {
+		return ErrFormat
+	}
 	vals.line, vals.set = line, f.set
 	vals.plain = f.escape == escapeNone || bytes.IndexByte(line, '\\') < 0
 	pos := len(f.prefix)
@@ -250,7 +255,7 @@ func (f *Format) scan(line []byte, r *Record) error {
 	if pos != len(line) {
 		return ErrFormat // the format is anchored at both ends
 	}
-	return f.assemble(&vals, r)
+	return nil
 }
 
 // find returns the index of the first occurrence of lit in line at or after
