@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/satyrius/gonx"
 )
@@ -182,23 +184,41 @@ func (f *Format) compileScanner() {
 	f.fields = fields
 }
 
+// gonxAdjacent and gonxSplit are the regexps gonx.NewParser uses to pull
+// apart two variables with nothing between them.
+var (
+	gonxAdjacent = regexp.MustCompile(`[A-Za-z0-9_]\$[A-Za-z0-9_]`)
+	gonxSplit    = regexp.MustCompile(`([A-Za-z0-9_])\$([A-Za-z0-9_]+)(\\?([^$\\A-Za-z0-9_]))`)
+)
+
 // newGonx returns a gonx parser for the format, or nil if gonx cannot build
-// one (it panics on a regexp it cannot compile).
+// one: it panics on a regexp it cannot compile, and loops forever on two
+// adjacent variables that are not followed by a literal, which is checked
+// here first by running its rewriting loop with a bound.
 func newGonx(toks []token) (p *gonx.Parser) {
 	defer func() {
 		if recover() != nil {
 			p = nil
 		}
 	}()
-	var spec []byte
+	var sb strings.Builder
 	for _, t := range toks {
 		if t.name == "" {
-			spec = append(spec, t.lit...)
+			sb.WriteString(t.lit)
 		} else {
-			spec = append(append(spec, '$'), t.name...)
+			sb.WriteString("$" + t.name)
 		}
 	}
-	return gonx.NewParser(string(spec))
+	spec := sb.String()
+	s := spec
+	for i := 0; gonxAdjacent.MatchString(s); i++ {
+		next := gonxSplit.ReplaceAllString(s, "${1}${3} _PLACEHOLDER___ $$${2}${3}")
+		if next == s || i == 100 {
+			return nil
+		}
+		s = next
+	}
+	return gonx.NewParser(spec)
 }
 
 // String returns the format in nginx log_format syntax; an Apache format is
