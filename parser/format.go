@@ -2,6 +2,7 @@ package parser
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -57,7 +58,7 @@ type Config struct {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Format, "format", "combined",
 		"log `format`: combined, common, vhost_combined, main, an nginx log_format string or an Apache LogFormat string")
-	fs.StringVar(&c.NginxConf, "nginx-conf", "", "read the log format from this nginx configuration `file` (see --log-format-name)")
+	fs.StringVar(&c.NginxConf, "nginx-conf", "", "read the log format from this nginx configuration `file` instead of --format (see --log-format-name)")
 	fs.StringVar(&c.LogFormatName, "log-format-name", "main", "`name` of the log_format to read from --nginx-conf")
 	fs.BoolVar(&c.RealIPFromXFF, "real-ip-from-xff", false,
 		"count clients by the left-most valid address in $http_x_forwarded_for (behind a proxy or CDN)")
@@ -71,7 +72,11 @@ func (c Config) Compile() (*Format, error) {
 		if err != nil {
 			return nil, err
 		}
-		if spec, escape, err = nginxLogFormat(conf, c.LogFormatName); err != nil {
+		spec, escape, err = nginxLogFormat(conf, c.LogFormatName)
+		if errors.Is(err, errNoLogFormat) && c.LogFormatName == "combined" {
+			spec, escape, err = Combined, escapeDefault, nil // nginx predefines it
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.NginxConf, err)
 		}
 	}

@@ -210,4 +210,17 @@ func TestParseDoesNotAllocate(t *testing.T) {
 			t.Errorf("Parse(%q): %v allocs, want 0", line, n)
 		}
 	}
+	xff, err := Config{Format: "main", RealIPFromXFF: true}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`10.0.0.1 - - [21/Nov/2026:12:00:02 +0000] "GET /b HTTP/1.1" 200 612 "-" "Mozilla/5.0" "unknown, 2001:db8::5, 10.0.0.2"`,
+		`10.0.0.1 - - [21/Nov/2026:12:00:03 +0000] "GET /c HTTP/1.1" 200 612 "-" "Mozilla/5.0" "not an address"`,
+	} {
+		b := []byte(line)
+		if n := testing.AllocsPerRun(100, func() { xff.Parse(b, &r) }); n != 0 {
+			t.Errorf("Parse(%q) with --real-ip-from-xff: %v allocs, want 0", line, n)
+		}
+	}
 }

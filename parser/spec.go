@@ -264,8 +264,11 @@ func nginxLogFormat(conf []byte, name string) (format, escape string, err error)
 		}
 		return "", "", fmt.Errorf("log_format %s: no ';': %w", name, ErrBadSpec)
 	}
-	return "", "", fmt.Errorf("log_format %q not found: %w", name, ErrBadSpec)
+	return "", "", fmt.Errorf("log_format %q %w", name, errNoLogFormat)
 }
+
+// errNoLogFormat means the configuration has no log_format of that name.
+var errNoLogFormat = fmt.Errorf("not found: %w", ErrBadSpec)
 
 // confWords splits an nginx configuration into words the way nginx does:
 // quoted strings (with \" \' \\ \n \t \r escapes) and bare words are words,

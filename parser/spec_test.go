@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,7 @@ func TestConfigFlags(t *testing.T) {
 		{"nginx conf", []string{"--nginx-conf", "testdata/nginx.conf"}, Main, nil},
 		{"nginx conf by name", []string{"--nginx-conf", "testdata/nginx.conf", "--log-format-name", "timing"},
 			Combined + ` $request_time $upstream_response_time`, nil},
+		{"nginx conf combined", []string{"--nginx-conf", "testdata/nginx.conf", "--log-format-name", "combined"}, Combined, nil},
 		{"xff", []string{"--format", "main", "--real-ip-from-xff"}, Main, nil},
 		{"xff not logged", []string{"--real-ip-from-xff"}, "", ErrBadSpec},
 		{"unknown name", []string{"--nginx-conf", "testdata/nginx.conf", "--log-format-name", "nope"}, "", ErrBadSpec},
@@ -192,5 +194,27 @@ func TestNewGonxHangs(t *testing.T) {
 	_, err := New(`$remote_addr [$time_local] "$request" $status $pipe$connection_requests`)
 	if !errors.Is(err, ErrBadSpec) {
 		t.Errorf("New = %v, want ErrBadSpec", err)
+	}
+}
+
+// TestEscapeNone: with escape=none nginx writes values as they are, so a
+// backslash is just a byte.
+func TestEscapeNone(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nginx.conf")
+	err := os.WriteFile(conf, []byte(`log_format raw escape=none '$remote_addr [$time_local] "$request" "$http_user_agent"';`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Config{NginxConf: conf, LogFormatName: "raw"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Record
+	line := `1.2.3.4 [01/Jan/2026:00:00:00 +0000] "GET /a\x22 HTTP/1.1" "ua\"`
+	if err := f.Parse([]byte(line), &r); err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Path) != `/a\x22` || string(r.UserAgent) != `ua\` {
+		t.Errorf("got %s", dump(r))
 	}
 }
