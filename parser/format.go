@@ -297,7 +297,7 @@ func (f *Format) find(line []byte, from int, lit []byte) int {
 		}
 		j += i
 		i = j + 1
-		if len(lit) > 1 && !bytes.HasPrefix(line[j:], lit) {
+		if len(lit) > 1 && !restMatches(line[j:], lit) {
 			continue
 		}
 		if j > from && line[j-1] == '\\' && f.escape != escapeNone && escaped(line[from:j]) {
@@ -306,6 +306,20 @@ func (f *Format) find(line []byte, from int, lit []byte) int {
 		return j
 	}
 	return -1
+}
+
+// restMatches reports whether b starts with lit, given that b[0] == lit[0].
+// Literals are a few bytes long, too short for bytes.HasPrefix to pay off.
+func restMatches(b, lit []byte) bool {
+	if len(b) < len(lit) {
+		return false
+	}
+	for i := 1; i < len(lit); i++ {
+		if b[i] != lit[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // escaped reports whether the byte after b is escaped: b ends in an odd

@@ -78,9 +78,10 @@ type Record struct {
 }
 
 // minuteCache maps the text of a $time_local without its seconds
-// ("10/Oct/2026:13:55" and "-0700") to the Unix time of that minute.
+// ("10/Oct/2026:13:55" and "-0700", packed into three words) to the Unix
+// time of that minute.
 type minuteCache struct {
-	key [len("10/Oct/2026:13:55-0700")]byte
+	key [3]uint64
 	sec int64
 }
 
