@@ -2,153 +2,364 @@ package parser
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
-	"strconv"
+	"log/slog"
+	"math"
+	"os"
+	"regexp"
 	"strings"
-	"time"
 
 	"github.com/satyrius/gonx"
 )
 
-// Preset formats, written in nginx log_format syntax.
+// Preset formats.
 const (
 	// Combined is the nginx and Apache "combined" format.
 	Combined = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`
 	// Common is the Common Log Format.
 	Common = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent`
+	// VhostCombined is Apache's vhost_combined, in Apache LogFormat syntax
+	// as Debian's apache2.conf defines it.
+	VhostCombined = `%v:%p %h %l %u %t "%r" %>s %O "%{Referer}i" "%{User-Agent}i"`
+	// Main is the "main" format of the nginx.conf that nginx ships.
+	Main = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" "$http_x_forwarded_for"`
 )
 
 // Presets maps the names accepted by --format to their format strings.
 var Presets = map[string]string{
-	"combined": Combined,
-	"common":   Common,
+	"combined":       Combined,
+	"common":         Common,
+	"vhost_combined": VhostCombined,
+	"main":           Main,
 }
-
-// timeLocal is the layout of nginx $time_local and Apache %t.
-const timeLocal = "02/Jan/2006:15:04:05 -0700"
 
 // Config selects the log format. Its zero value is not useful; RegisterFlags
 // sets the defaults.
 type Config struct {
-	Format string // preset name or nginx log_format string
+	// Format is a preset name, an nginx log_format string, or an Apache
+	// LogFormat string (told apart by its '%' directives and no '$').
+	Format string
+	// NginxConf, if set, names an nginx configuration to read the format
+	// from, by LogFormatName; it takes the place of Format.
+	NginxConf     string
+	LogFormatName string
+	// RealIPFromXFF counts a line under the left-most valid address of
+	// $http_x_forwarded_for, for sites behind a proxy or CDN. The format must
+	// log that header; lines without a valid address in it keep $remote_addr.
+	RealIPFromXFF bool
+	// Logger, if set, is told once when the format cannot be compiled into
+	// the fast scanner and falls back to gonx.
+	Logger *slog.Logger
 }
 
 // RegisterFlags registers the parser's flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Format, "format", "combined", "log format: combined, common, or an nginx log_format string")
+	fs.StringVar(&c.Format, "format", "combined",
+		"log `format`: combined, common, vhost_combined, main, an nginx log_format string or an Apache LogFormat string")
+	fs.StringVar(&c.NginxConf, "nginx-conf", "", "read the log format from this nginx configuration `file` instead of --format (see --log-format-name)")
+	fs.StringVar(&c.LogFormatName, "log-format-name", "main", "`name` of the log_format to read from --nginx-conf")
+	fs.BoolVar(&c.RealIPFromXFF, "real-ip-from-xff", false,
+		"count clients by the left-most valid address in $http_x_forwarded_for (behind a proxy or CDN)")
 }
 
 // Compile compiles the configured format.
-func (c Config) Compile() (*Format, error) { return New(c.Format) }
+func (c Config) Compile() (*Format, error) {
+	spec, escape := c.Format, escapeDefault
+	if c.NginxConf != "" {
+		conf, err := os.ReadFile(c.NginxConf)
+		if err != nil {
+			return nil, err
+		}
+		spec, escape, err = nginxLogFormat(conf, c.LogFormatName)
+		if errors.Is(err, errNoLogFormat) && c.LogFormatName == "combined" {
+			spec, escape, err = Combined, escapeDefault, nil // nginx predefines it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.NginxConf, err)
+		}
+	}
+	f, err := compile(spec, escape)
+	if err != nil {
+		return nil, err
+	}
+	if c.RealIPFromXFF {
+		if f.set&(1<<roleXFF) == 0 {
+			return nil, fmt.Errorf("format %q: --real-ip-from-xff needs $http_x_forwarded_for: %w", f, ErrBadSpec)
+		}
+		f.realIPFromXFF = true
+	}
+	if f.fields == nil && c.Logger != nil {
+		c.Logger.Warn("log format has two fields with no text between them; parsing it with gonx, which is much slower",
+			"format", f.String())
+	}
+	return f, nil
+}
 
 // Format is a compiled log format. It is safe for concurrent use.
 type Format struct {
-	spec string
+	toks          []token // the format, in nginx terms
+	escape        string  // escapeDefault, escapeJSON or escapeNone
+	set           uint32  // bit r for every role r in the format
+	realIPFromXFF bool
+
+	// The compiled scanner: the literal the line starts with, then each
+	// field with the literal that ends it. nil if the format cannot be
+	// compiled and Parse uses gonx.
+	prefix []byte
+	fields []field
+
+	// gonx parses with the same format. It is the fallback, and the
+	// reference the differential test compares the scanner with. It is nil
+	// if gonx cannot handle a format the scanner can.
 	gonx *gonx.Parser
 }
 
-// New compiles a format given either as a preset name or as an nginx
-// log_format string. The format must contain $remote_addr, $time_local and
-// $request, the fields every count depends on.
-func New(spec string) (f *Format, err error) {
+// field is one step of the compiled scanner.
+type field struct {
+	role  role
+	until []byte // the literal after the field; empty only for a last field
+}
+
+// New compiles a format given as a preset name, an nginx log_format string,
+// or an Apache LogFormat string. The format must log the client address, a
+// time ($time_local, $time_iso8601 or $msec) and the request line, which
+// every count depends on.
+func New(spec string) (*Format, error) { return Config{Format: spec}.Compile() }
+
+func compile(spec, escape string) (*Format, error) {
 	if p, ok := Presets[spec]; ok {
 		spec = p
 	}
-	for _, need := range []string{"$remote_addr", "$time_local", "$request"} {
-		if !strings.Contains(spec, need) {
-			return nil, fmt.Errorf("format %q: missing %s: %w", spec, need, ErrBadSpec)
+	tokens := nginxTokens
+	if isApache(spec) {
+		tokens = apacheTokens
+	}
+	toks, err := tokens(spec)
+	if err != nil {
+		return nil, err
+	}
+	f := &Format{toks: toks, escape: escape}
+	for _, t := range toks {
+		if t.name != "" {
+			f.set |= 1 << roles[t.name]
 		}
 	}
-	defer func() {
-		// gonx builds a regexp from the format and panics on one it cannot compile.
-		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("format %q: %v: %w", spec, r, ErrBadSpec)
+	for _, need := range []struct {
+		roles uint32
+		what  string
+	}{
+		{1 << roleHost, "$remote_addr"},
+		{1<<roleTimeLocal | 1<<roleTimeISO | 1<<roleMsec, "$time_local, $time_iso8601 or $msec"},
+		{1 << roleRequest, "$request"},
+	} {
+		if f.set&need.roles == 0 {
+			return nil, fmt.Errorf("format %q: missing %s: %w", spec, need.what, ErrBadSpec)
 		}
-	}()
-	return &Format{spec: spec, gonx: gonx.NewParser(spec)}, nil
+	}
+	f.compileScanner()
+	f.gonx = newGonx(toks)
+	if f.fields == nil && f.gonx == nil {
+		return nil, fmt.Errorf("format %q: cannot be parsed: %w", spec, ErrBadSpec)
+	}
+	return f, nil
 }
 
-// String returns the format in nginx log_format syntax.
-func (f *Format) String() string { return f.spec }
+// compileScanner builds the scanner's steps, or leaves f.fields nil if two
+// fields follow each other with no literal text to tell where one ends.
+func (f *Format) compileScanner() {
+	toks := f.toks
+	if len(toks) > 0 && toks[0].name == "" {
+		f.prefix = []byte(toks[0].lit)
+		toks = toks[1:]
+	}
+	var fields []field
+	for i := 0; i < len(toks); i++ {
+		fd := field{role: roles[toks[i].name]}
+		if i+1 < len(toks) {
+			if toks[i+1].name != "" {
+				return
+			}
+			fd.until = []byte(toks[i+1].lit)
+			i++
+		}
+		fields = append(fields, fd)
+	}
+	f.fields = fields
+}
 
-// Parse parses line into r. On error, r is left in an unspecified state and
-// the error wraps one of the rejection reasons.
+// gonxAdjacent and gonxSplit are the regexps gonx.NewParser uses to pull
+// apart two variables with nothing between them.
+var (
+	gonxAdjacent = regexp.MustCompile(`[A-Za-z0-9_]\$[A-Za-z0-9_]`)
+	gonxSplit    = regexp.MustCompile(`([A-Za-z0-9_])\$([A-Za-z0-9_]+)(\\?([^$\\A-Za-z0-9_]))`)
+)
+
+// newGonx returns a gonx parser for the format, or nil if gonx cannot build
+// one: it panics on a regexp it cannot compile, and loops forever on two
+// adjacent variables that are not followed by a literal, which is checked
+// here first by running its rewriting loop with a bound.
+func newGonx(toks []token) (p *gonx.Parser) {
+	defer func() {
+		if recover() != nil {
+			p = nil
+		}
+	}()
+	var sb strings.Builder
+	for _, t := range toks {
+		if t.name == "" {
+			sb.WriteString(t.lit)
+		} else {
+			sb.WriteString("$" + t.name)
+		}
+	}
+	spec := sb.String()
+	s := spec
+	for i := 0; gonxAdjacent.MatchString(s); i++ {
+		next := gonxSplit.ReplaceAllString(s, "${1}${3} _PLACEHOLDER___ $$${2}${3}")
+		if next == s || i == 100 {
+			return nil
+		}
+		s = next
+	}
+	return gonx.NewParser(spec)
+}
+
+// String returns the format in nginx log_format syntax; an Apache format is
+// shown translated.
+func (f *Format) String() string { return render(f.toks) }
+
+// Compiled reports whether f parses with the fast scanner rather than gonx.
+func (f *Format) Compiled() bool { return f.fields != nil }
+
+// Parse parses line, with or without its line ending, into r. On error, r is
+// left in an unspecified state and the error wraps one of the rejection
+// reasons.
 func (f *Format) Parse(line []byte, r *Record) error {
-	line = bytes.TrimRight(line, "\r\n")
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	if f.fields == nil {
+		return f.parseGonx(line, r)
+	}
+	return f.scan(line, r)
+}
+
+// scan is the fast path: split line by the format's literals, then decode.
+func (f *Format) scan(line []byte, r *Record) error {
+	var vals values
+	if err := f.split(line, &vals); err != nil {
+		return err
+	}
+	return f.assemble(&vals, r)
+}
+
+// split finds every field of line by the literal that follows it.
+func (f *Format) split(line []byte, vals *values) error {
+	if len(line) > math.MaxInt32 || !bytes.HasPrefix(line, f.prefix) {
+		return ErrFormat
+	}
+	vals.line, vals.set = line, f.set
+	vals.plain = f.escape == escapeNone || bytes.IndexByte(line, '\\') < 0
+	pos := len(f.prefix)
+	for i := range f.fields {
+		fd := &f.fields[i]
+		end := len(line)
+		if len(fd.until) > 0 {
+			if end = f.find(line, pos, fd.until); end < 0 {
+				return ErrFormat
+			}
+		}
+		vals.span[fd.role] = [2]int32{int32(pos), int32(end)}
+		pos = end + len(fd.until)
+	}
+	if pos != len(line) {
+		return ErrFormat // the format is anchored at both ends
+	}
+	return nil
+}
+
+// find returns the index of the first occurrence of lit in line at or after
+// from that is not escaped, or -1. A character is escaped when an odd number
+// of backslashes precede it: nginx (escape=json) and Apache write a quote in
+// a quoted field as \", and a backslash as \\ (nginx's default escaping
+// writes both as \xHH, so it never has a raw backslash before a quote).
+func (f *Format) find(line []byte, from int, lit []byte) int {
+	c := lit[0]
+	for i := from; i < len(line); {
+		j := bytes.IndexByte(line[i:], c)
+		if j < 0 {
+			return -1
+		}
+		j += i
+		i = j + 1
+		if len(lit) > 1 && !restMatches(line[j:], lit) {
+			continue
+		}
+		if j > from && line[j-1] == '\\' && f.escape != escapeNone && escaped(line[from:j]) {
+			continue
+		}
+		return j
+	}
+	return -1
+}
+
+// restMatches reports whether b starts with lit, given that b[0] == lit[0].
+// Literals are a few bytes long, too short for bytes.HasPrefix to pay off.
+func restMatches(b, lit []byte) bool {
+	if len(b) < len(lit) {
+		return false
+	}
+	for i := 1; i < len(lit); i++ {
+		if b[i] != lit[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// escaped reports whether the byte after b is escaped: b ends in an odd
+// number of backslashes.
+func escaped(b []byte) bool {
+	n := 0
+	for i := len(b) - 1; i >= 0 && b[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// parseGonx is the slow path: gonx splits the line, and the fields are
+// checked to rebuild the whole line, because gonx's regexp is anchored only
+// at the start and would accept trailing junk.
+func (f *Format) parseGonx(line []byte, r *Record) error {
 	e, err := f.gonx.ParseString(string(line))
 	if err != nil {
 		return ErrFormat
 	}
-	r.Reset()
 	fields := e.Fields()
-	if r.Host = field(fields, "remote_addr"); len(r.Host) == 0 || r.Host[0] == '-' {
-		return ErrHost
-	}
-	t, err := time.Parse(timeLocal, fields["time_local"])
-	if err != nil {
-		return fmt.Errorf("%w: %q", ErrTimestamp, fields["time_local"])
-	}
-	r.Time = t.UTC()
-	if err := splitRequest(field(fields, "request"), r); err != nil {
-		return err
-	}
-	if s, ok := fields["status"]; ok {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 100 || n > 999 {
-			return fmt.Errorf("%w: status %q", ErrNumber, s)
+	var vals values
+	vals.line, vals.set = line, f.set
+	vals.plain = f.escape == escapeNone || bytes.IndexByte(line, '\\') < 0
+	pos := 0
+	for _, t := range f.toks {
+		s := t.lit
+		if t.name != "" {
+			s = fields[t.name]
 		}
-		r.Status = n
-	}
-	if s, ok := fields["body_bytes_sent"]; ok && s != "-" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%w: bytes %q", ErrNumber, s)
+		if !bytes.HasPrefix(line[pos:], []byte(s)) {
+			return ErrFormat
 		}
-		r.Bytes = n
-	}
-	r.Referer = field(fields, "http_referer")
-	r.UserAgent = field(fields, "http_user_agent")
-	return nil
-}
-
-func field(fields gonx.Fields, name string) []byte {
-	s, ok := fields[name]
-	if !ok {
-		return nil
-	}
-	return []byte(s)
-}
-
-// splitRequest splits "METHOD TARGET PROTOCOL" into r's request fields.
-func splitRequest(req []byte, r *Record) error {
-	method, rest, ok := bytes.Cut(req, []byte{' '})
-	if !ok || len(method) == 0 {
-		return ErrRequest
-	}
-	target, proto, ok := bytes.Cut(rest, []byte{' '})
-	if !ok || len(target) == 0 || !bytes.HasPrefix(proto, []byte("HTTP/")) {
-		return ErrRequest
-	}
-	for _, c := range method {
-		if c < 'A' || c > 'Z' {
-			return ErrRequest
+		if t.name != "" {
+			vals.span[roles[t.name]] = [2]int32{int32(pos), int32(pos + len(s))}
 		}
+		pos += len(s)
 	}
-	// An absolute-form target (proxy requests) counts under its path.
-	for _, scheme := range [][]byte{[]byte("http://"), []byte("https://")} {
-		if rest, ok := bytes.CutPrefix(target, scheme); ok {
-			if i := bytes.IndexByte(rest, '/'); i >= 0 {
-				target = rest[i:]
-			} else {
-				target = []byte{'/'}
-			}
-		}
+	if pos != len(line) {
+		return ErrFormat
 	}
-	r.Method, r.Protocol = method, proto
-	r.Path, r.Query, _ = bytes.Cut(target, []byte{'?'})
-	if len(r.Path) == 0 {
-		return ErrRequest
-	}
-	return nil
+	return f.assemble(&vals, r)
 }

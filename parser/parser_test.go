@@ -2,7 +2,9 @@ package parser
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -85,28 +87,61 @@ func TestNewRejectsBadSpec(t *testing.T) {
 	}
 }
 
+// FuzzParse checks, for every golden format, that Parse never panics, that
+// every error has a reason, that accepted records are sane, that a reused
+// Record (with its scratch buffer and minute cache) gives what a fresh one
+// gives, and that $time_local agrees with time.Parse.
 func FuzzParse(f *testing.F) {
-	if data, err := os.ReadFile("../testdata/sample.log"); err == nil {
+	seeds, _ := filepath.Glob("testdata/*.log")
+	seeds = append(seeds, "../testdata/sample.log")
+	for _, path := range seeds {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
 		for _, line := range splitLines(data) {
 			f.Add(string(line))
 		}
 	}
-	f.Add(`1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "ua"`)
-	formats := []*Format{mustFormat(f, "combined"), mustFormat(f, "common")}
+	var formats []*Format
+	for _, g := range goldens {
+		format, err := g.cfg.Compile()
+		if err != nil {
+			f.Fatal(err)
+		}
+		formats = append(formats, format)
+	}
+	reused := make([]Record, len(formats))
 	f.Fuzz(func(t *testing.T, line string) {
-		for _, format := range formats {
-			var r Record
-			if err := format.Parse([]byte(line), &r); err != nil {
+		for i, format := range formats {
+			var fresh Record
+			err := format.Parse([]byte(line), &fresh)
+			if err2 := format.Parse([]byte(line), &reused[i]); (err == nil) != (err2 == nil) || err == nil && !equal(fresh, reused[i]) {
+				t.Fatalf("%s: Parse(%q) fresh %v %s, reused %v %s", format, line, err, dump(fresh), err2, dump(reused[i]))
+			}
+			if err != nil {
 				if !isReason(err) {
 					t.Fatalf("Parse(%q) error %v wraps no reason", line, err)
 				}
 				continue
 			}
-			if len(r.Host) == 0 || len(r.Method) == 0 || len(r.Path) == 0 {
-				t.Fatalf("Parse(%q) accepted a record with empty fields: %s", line, dump(r))
+			r := fresh
+			if len(r.Host) == 0 || len(r.Method) == 0 || len(r.Path) == 0 || r.Bytes < 0 || r.RequestTime < 0 {
+				t.Fatalf("%s: Parse(%q) accepted a bad record: %s", format, line, dump(r))
+			}
+			if format.set&(1<<roleStatus) != 0 && (r.Status < 100 || r.Status > 999) {
+				t.Fatalf("%s: Parse(%q) status %d", format, line, r.Status)
 			}
 			if r.Time.Location() != time.UTC {
 				t.Fatalf("Parse(%q) time not UTC", line)
+			}
+			var vals values
+			if format.Compiled() && format.split([]byte(line), &vals) == nil && format.set&(1<<roleTimeLocal) != 0 {
+				field := string(vals.v(roleTimeLocal))
+				want, err := time.Parse("02/Jan/2006:15:04:05 -0700", field)
+				if err != nil || !want.Equal(r.Time) {
+					t.Fatalf("time %q: got %v, time.Parse %v, %v", field, r.Time, want, err)
+				}
 			}
 		}
 	})
@@ -119,4 +154,73 @@ func isReason(err error) bool {
 		}
 	}
 	return false
+}
+
+// TestTimeMatchesTimePackage checks the hand-written timestamp readers
+// against package time on random instants and offsets, leap days included.
+func TestTimeMatchesTimePackage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		sec := rng.Int64N(253402300799) // to 9999-12-31
+		zone := time.FixedZone("", (rng.IntN(48)-24)*1800)
+		want := time.Unix(sec, 0).In(zone)
+		if want.Year() > 9999 {
+			continue
+		}
+		for _, c := range []struct {
+			layout string
+			parse  func([]byte) (time.Time, bool)
+		}{
+			{"02/Jan/2006:15:04:05 -0700", timeLocal},
+			{"2006-01-02T15:04:05-07:00", timeISO},
+		} {
+			text := want.Format(c.layout)
+			got, ok := c.parse([]byte(text))
+			if !ok || !got.Equal(want) || got.Location() != time.UTC {
+				t.Fatalf("%q: got %v %v, want %v", text, got, ok, want.UTC())
+			}
+		}
+	}
+	for _, bad := range []string{"29/Feb/2100:00:00:00 +0000", "31/Apr/2026:00:00:00 +0000", "01/Jan/2026:24:00:00 +0000",
+		"01/Jan/2026:00:60:00 +0000", "01/Jan/2026:00:00:60 +0000", "01/jan/2026:00:00:00 +0000", "01/Jan/2026:00:00:00 +2400",
+		"01/Jan/2026:00:00:00 0000", "1/Jan/2026:00:00:00 +0000", "00/Jan/2026:00:00:00 +0000"} {
+		if got, ok := timeLocal([]byte(bad)); ok {
+			t.Errorf("timeLocal(%q) = %v, want error", bad, got)
+		}
+	}
+}
+
+// TestParseDoesNotAllocate covers the accepted and the rejected paths.
+func TestParseDoesNotAllocate(t *testing.T) {
+	f := mustFormat(t, "combined")
+	lines := []string{
+		`203.0.113.7 - - [10/Oct/2026:13:55:36 -0700] "GET /blog/post?id=3 HTTP/1.1" 200 2326 "https://example.com/" "Mozilla/5.0 (X11)"`,
+		`203.0.113.7 - - [10/Oct/2026:13:55:37 -0700] "GET /q?s=\x22a\x22 HTTP/1.1" 200 2326 "-" "Mozilla \"x\""`,
+		`this is not a log line`,
+		`1.2.3.4 - - [99/Foo/2026:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "ua"`,
+		`1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] "\x16\x03\x01\x00\xa5\x01" 400 0 "-" "-"`,
+		`1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] "GET / HTTP/1.1" 200 -5 "-" "ua"`,
+		`- - - [01/Jan/2026:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "ua"`,
+	}
+	var r Record
+	for _, line := range lines {
+		b := []byte(line)
+		f.Parse(b, &r) // let the scratch buffer grow once
+		if n := testing.AllocsPerRun(100, func() { f.Parse(b, &r) }); n != 0 {
+			t.Errorf("Parse(%q): %v allocs, want 0", line, n)
+		}
+	}
+	xff, err := Config{Format: "main", RealIPFromXFF: true}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`10.0.0.1 - - [21/Nov/2026:12:00:02 +0000] "GET /b HTTP/1.1" 200 612 "-" "Mozilla/5.0" "unknown, 2001:db8::5, 10.0.0.2"`,
+		`10.0.0.1 - - [21/Nov/2026:12:00:03 +0000] "GET /c HTTP/1.1" 200 612 "-" "Mozilla/5.0" "not an address"`,
+	} {
+		b := []byte(line)
+		if n := testing.AllocsPerRun(100, func() { xff.Parse(b, &r) }); n != 0 {
+			t.Errorf("Parse(%q) with --real-ip-from-xff: %v allocs, want 0", line, n)
+		}
+	}
 }

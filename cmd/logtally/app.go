@@ -117,6 +117,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
 	}
+	m.Parser.Logger = m.Logger // told once if the format falls back to gonx
 	format, err := m.Parser.Compile()
 	if err != nil {
 		return err
