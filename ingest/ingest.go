@@ -4,6 +4,8 @@
 //
 // One goroutine owns the window and the batch, so the hot path takes no
 // locks. Readers see the window only through the snapshots it publishes.
+// Parsing, the expensive part, is separate from applying: Replay parses
+// chunks on every core and applies the results in order on that goroutine.
 package ingest
 
 import (
@@ -13,6 +15,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +53,7 @@ type Config struct {
 	FlushInterval   time.Duration
 	FlushLines      int
 	PublishInterval time.Duration
+	MaxLine         int // longer lines are rejected; tailer.DefaultMaxLine if zero
 	Logger          *slog.Logger
 }
 
@@ -74,7 +79,9 @@ type Pipeline struct {
 	cfg   Config
 	batch *storage.Batch
 	rec   parser.Record
-	last  int64 // newest line second seen, for AnchorLog
+	res   result // Run's reusable result
+	last  int64  // newest line second seen, for AnchorLog
+	pool  sync.Pool
 
 	lines    atomic.Int64
 	parsed   atomic.Int64
@@ -82,10 +89,14 @@ type Pipeline struct {
 	lastLog  time.Time
 }
 
-// rejectReasons are the parser reasons, with a catch-all last.
-var rejectReasons = append(append([]error{}, parser.Reasons...), errOther)
+// rejectReasons are the parser reasons and the tailer's long lines, with a
+// catch-all last.
+var rejectReasons = append(append([]error{}, parser.Reasons...), tailer.ErrLongLine, errOther)
 
-var errOther = errors.New("other")
+var (
+	errOther    = errors.New("other")
+	longLineIdx = len(rejectReasons) - 2
+)
 
 // New returns a pipeline. Unset intervals take their defaults.
 func New(cfg Config) *Pipeline {
@@ -103,6 +114,9 @@ func New(cfg Config) *Pipeline {
 	}
 	if cfg.PublishInterval <= 0 {
 		cfg.PublishInterval = DefaultPublishInterval
+	}
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = tailer.DefaultMaxLine
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -127,7 +141,8 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 			if !ok {
 				return p.finish()
 			}
-			p.chunk(c)
+			p.parse(c, &p.rec, &p.res)
+			p.apply(&p.res)
 			if p.batch.Lines() >= p.cfg.FlushLines && p.commit() != nil {
 				src = nil // pause reading until a commit succeeds
 			}
@@ -141,13 +156,121 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 	}
 }
 
+// Replay consumes chunks like Run, but parses them on every core: workers
+// turn chunks into compact arrays of hits, and this goroutine applies them
+// in the order the chunks came in, so a position is only committed once
+// every line before it, in every file, has been counted. A failed commit
+// ends Replay with the error.
+func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := max(1, runtime.GOMAXPROCS(0))
+	type job struct {
+		seq int
+		c   tailer.Chunk
+	}
+	jobs := make(chan job, workers)
+	results := make(chan *result, 2*workers)
+	go func() {
+		defer close(jobs)
+		for seq := 0; ; seq++ {
+			select {
+			case c, ok := <-in:
+				if !ok {
+					return
+				}
+				select {
+				case jobs <- job{seq, c}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var rec parser.Record
+			for j := range jobs {
+				r, _ := p.pool.Get().(*result)
+				if r == nil {
+					r = new(result)
+				}
+				p.parse(j.c, &rec, r)
+				r.seq = j.seq
+				select {
+				case results <- r:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	flush := time.NewTicker(p.cfg.FlushInterval)
+	defer flush.Stop()
+	pending := make(map[int]*result)
+	next := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return p.finish()
+		case r, ok := <-results:
+			if !ok {
+				return p.finish()
+			}
+			pending[r.seq] = r
+			for r := pending[next]; r != nil; r = pending[next] {
+				delete(pending, next)
+				next++
+				p.apply(r)
+				p.pool.Put(r)
+			}
+			if p.batch.Lines() >= p.cfg.FlushLines {
+				if err := p.commit(); err != nil {
+					return err
+				}
+			}
+		case <-flush.C:
+			if err := p.commit(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
 func (p *Pipeline) finish() error {
 	err := p.commit()
 	p.publish()
 	return err
 }
 
-func (p *Pipeline) chunk(c tailer.Chunk) {
+// result is what one chunk's lines amount to, ready to apply: parsing is
+// done, so applying it is cheap and can stay on one goroutine.
+type result struct {
+	seq      int
+	file     string
+	offset   int64
+	hits     []window.Hit // Path aliases the chunk's data
+	lines    int64
+	rejected []int64 // by index in rejectReasons
+	sample   []byte  // the first rejected line, for the log
+	sampleOf error
+}
+
+// parse parses every line of c into r, using rec. It only reads p's
+// configuration, so workers may call it at once.
+func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
+	if r.rejected == nil {
+		r.rejected = make([]int64, len(rejectReasons))
+	}
+	clear(r.rejected)
+	r.file, r.offset, r.hits, r.sample, r.sampleOf = c.File, c.Offset, r.hits[:0], nil, nil
+	r.lines = int64(c.Skipped)
+	r.rejected[longLineIdx] = int64(c.Skipped)
 	data := c.Data
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -157,38 +280,61 @@ func (p *Pipeline) chunk(c tailer.Chunk) {
 		} else {
 			line, data = data[:i], data[i+1:]
 		}
-		p.line(line)
-	}
-	p.batch.SetPosition(c.File, c.Offset)
-}
-
-func (p *Pipeline) line(line []byte) {
-	p.lines.Add(1)
-	p.batch.Line()
-	if err := p.cfg.Format.Parse(line, &p.rec); err != nil {
-		p.reject(line, err)
-		return
-	}
-	p.parsed.Add(1)
-	h := p.cfg.Rules.Classify(&p.rec)
-	if p.cfg.Anchor == AnchorLog && h.Time > p.last {
-		p.last = h.Time
-		p.cfg.Window.Advance(time.Unix(h.Time, 0))
-	}
-	p.cfg.Window.Add(h)
-	p.batch.Add(h)
-}
-
-// reject counts a bad line by reason and logs a sample at most once a second.
-func (p *Pipeline) reject(line []byte, err error) {
-	i := len(rejectReasons) - 1
-	for j, r := range rejectReasons[:i] {
-		if errors.Is(err, r) {
-			i = j
-			break
+		r.lines++
+		var err error
+		if len(line) > p.cfg.MaxLine {
+			err = tailer.ErrLongLine
+		} else if err = p.cfg.Format.Parse(line, rec); err == nil {
+			r.hits = append(r.hits, p.cfg.Rules.Classify(rec))
+			continue
+		}
+		r.rejected[reasonIndex(err)]++
+		if r.sample == nil {
+			r.sample, r.sampleOf = line, err
 		}
 	}
-	p.rejected[i].Add(1)
+}
+
+func reasonIndex(err error) int {
+	for j, reason := range rejectReasons[:len(rejectReasons)-1] {
+		if errors.Is(err, reason) {
+			return j
+		}
+	}
+	return len(rejectReasons) - 1
+}
+
+// apply adds a parsed chunk to the window and the batch, and moves its
+// file's position past it.
+func (p *Pipeline) apply(r *result) {
+	for _, h := range r.hits {
+		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
+			p.last = h.Time
+			p.cfg.Window.Advance(time.Unix(h.Time, 0))
+		}
+		p.cfg.Window.Add(h)
+		p.batch.Add(h)
+	}
+	for range r.lines {
+		p.batch.Line()
+	}
+	p.lines.Add(r.lines)
+	p.parsed.Add(int64(len(r.hits)))
+	for i, n := range r.rejected {
+		if n > 0 {
+			p.rejected[i].Add(n)
+		}
+	}
+	if r.sample != nil {
+		p.logRejected(r.sample, r.sampleOf)
+	}
+	if r.file != "" {
+		p.batch.SetPosition(r.file, r.offset)
+	}
+}
+
+// logRejected logs a bad line at most once a second.
+func (p *Pipeline) logRejected(line []byte, err error) {
 	if now := time.Now(); now.Sub(p.lastLog) >= time.Second {
 		p.lastLog = now
 		const max = 256
