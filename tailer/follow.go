@@ -97,6 +97,8 @@ func (t *Tailer) now() time.Time {
 // Run follows the files until ctx is done. It returns nil then; it returns
 // an error only if the positions cannot be read.
 func (t *Tailer) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx) // also stops the watcher
+	defer cancel()
 	defer func() {
 		for _, fl := range t.files {
 			fl.f.Close()

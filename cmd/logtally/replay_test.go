@@ -132,3 +132,11 @@ func TestReplayLongLine(t *testing.T) {
 		t.Errorf("replay = %q, want 3 read, 2 parsed, 1 rejected as too long", out)
 	}
 }
+
+func TestProgressLine(t *testing.T) {
+	got := progressLine(100e6, 400e6, 500_000, time.Second)
+	want := "[#######-----------------------]  25% 100.0 MB/400.0 MB  500000 lines/s  3s left"
+	if got != want {
+		t.Errorf("progressLine = %q\nwant           %q", got, want)
+	}
+}
