@@ -227,8 +227,21 @@ func (t *Tailer) rescan(ctx context.Context) error {
 			}
 		}
 	}
-	// Oldest first: a rotated file is finished before its successor.
-	slices.SortStableFunc(matches, func(a, b match) int { return a.fi.ModTime().Compare(b.fi.ModTime()) })
+	// Oldest first, so a rotated file is finished before its successor.
+	// Modification times are only as fine as the kernel's clock tick, so on
+	// a tie a rotated name (access.log.1) goes before the name it extends.
+	slices.SortStableFunc(matches, func(a, b match) int {
+		if c := a.fi.ModTime().Compare(b.fi.ModTime()); c != 0 {
+			return c
+		}
+		switch {
+		case strings.HasPrefix(a.path, b.path):
+			return -1
+		case strings.HasPrefix(b.path, a.path):
+			return 1
+		}
+		return 0
+	})
 	for _, m := range matches {
 		key := keyOf(m.fi)
 		if t.isOpen(key) {

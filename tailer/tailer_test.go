@@ -6,9 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +23,7 @@ type sink struct {
 	total   int
 	skipped int
 	pos     map[string]int64
+	order   []string // lines in the order they arrived
 }
 
 func newSink() *sink { return &sink{lines: map[string]int{}, pos: map[string]int64{}} }
@@ -40,6 +41,7 @@ func (s *sink) take(c Chunk) {
 	for _, l := range strings.SplitAfter(string(c.Data), "\n") {
 		if l != "" {
 			s.lines[strings.TrimSuffix(l, "\n")]++
+			s.order = append(s.order, strings.TrimSuffix(l, "\n"))
 			s.total++
 		}
 	}
@@ -183,7 +185,9 @@ func TestRenameRotationWriterKeepsWriting(t *testing.T) {
 	s := newSink()
 	follow(t, testConfig, s, path)
 
-	write(t, f, all[:4000])
+	write(t, f, all[:1])
+	s.waitFor(t, 1) // the file is open: what follows is a rotation, not a start
+	write(t, f, all[1:4000])
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
@@ -298,6 +302,11 @@ func TestRotationWhileStopped(t *testing.T) {
 			s.waitFor(t, 180)
 			time.Sleep(50 * time.Millisecond)
 			s.check(t, lines(0, 180))
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if got, want := s.order[100:], lines(100, 180); !slices.Equal(got, want) {
+				t.Errorf("after the restart, lines came in this order:\n%v\nwant the rotated file's first:\n%v", got, want)
+			}
 		})
 	}
 }
@@ -389,6 +398,21 @@ func TestGlobPicksUpNewFile(t *testing.T) {
 	s.waitFor(t, 25)
 	time.Sleep(50 * time.Millisecond)
 	s.check(t, lines(0, 25))
+}
+
+// TestGlobPicksUpNewFileOnEvent: with re-scans an hour apart, the
+// file-system event alone brings a new file in.
+func TestGlobPicksUpNewFileOnEvent(t *testing.T) {
+	dir := t.TempDir()
+	appendFile(t, filepath.Join(dir, "a.log"), lines(0, 10))
+	cfg := testConfig
+	cfg.Rescan = time.Hour
+	s := newSink()
+	follow(t, cfg, s, filepath.Join(dir, "*.log"))
+	s.waitFor(t, 10)
+	appendFile(t, filepath.Join(dir, "b.log"), lines(10, 20))
+	s.waitFor(t, 20)
+	s.check(t, lines(0, 20))
 }
 
 // TestIdleRotatedFileIsClosed: a renamed file is closed once it has not
@@ -547,5 +571,3 @@ func BenchmarkRead(b *testing.B) {
 		close(out)
 	}
 }
-
-var _ = io.EOF

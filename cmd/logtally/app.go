@@ -218,7 +218,14 @@ func (m *Main) replay(ctx context.Context) error {
 	reader := &tailer.Reader{MaxLine: m.Tailer.MaxLine}
 	chunks := make(chan tailer.Chunk, 8)
 	m.done = make(chan error, 1)
-	go func() { m.done <- m.pipeline.Replay(ctx, chunks) }()
+	// If the pipeline stops early (a failed commit), reading stops too.
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	go func() {
+		err := m.pipeline.Replay(ctx, chunks)
+		stopReading()
+		m.done <- err
+	}()
 	stopProgress := m.progress(reader, total, start)
 	// read holds the offset each identity was read to in this replay, so
 	// that a file named twice (or with its .gz) is read once.
@@ -238,10 +245,12 @@ func (m *Main) replay(ctx context.Context) error {
 			off = done
 		}
 		if err == nil {
-			read[id], err = reader.Read(ctx, path, id, off, chunks)
+			read[id], err = reader.Read(readCtx, path, id, off, chunks)
 		}
 		if err != nil {
-			readErr = err
+			if readCtx.Err() == nil || ctx.Err() != nil {
+				readErr = err // not merely stopped by a pipeline error
+			}
 			break
 		}
 	}

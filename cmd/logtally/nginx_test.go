@@ -125,6 +125,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	const probes = 1 // the request that waited for nginx to answer
 	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", "--rescan-interval", "100ms", log}
 	m := start(t, time.Now, args...)
+	waitFor(t, "the probe's line read", func() bool { return m.pipeline.Lines() == probes })
 
 	var sent atomic.Int64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 10 * time.Second}
