@@ -97,15 +97,16 @@ func (t *Tailer) now() time.Time {
 // Run follows the files until ctx is done. It returns nil then; it returns
 // an error only if the positions cannot be read.
 func (t *Tailer) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx) // also stops the watcher
-	defer cancel()
+	ctx, cancel := context.WithCancel(ctx)
+	wake, watching := t.watch(ctx)
 	defer func() {
+		cancel()
+		<-watching
 		for _, fl := range t.files {
 			fl.f.Close()
 		}
 		t.files = nil
 	}()
-	wake := t.watch(ctx)
 	poll := time.NewTicker(t.cfg.Poll)
 	defer poll.Stop()
 	rescan := time.NewTicker(t.cfg.Rescan)
@@ -135,16 +136,18 @@ func (t *Tailer) Run(ctx context.Context) error {
 	}
 }
 
-// watch watches the directories of the patterns and signals on the
-// returned channel when a file is created, renamed or removed in them. It
-// only shortens the wait: polling and re-scanning find everything anyway,
-// so a watcher that cannot be set up is logged and done without.
-func (t *Tailer) watch(ctx context.Context) <-chan struct{} {
-	wake := make(chan struct{}, 1)
+// watch watches the directories of the patterns and signals on wake when
+// a file is created, renamed or removed in them, until ctx is done; then it
+// closes done. It only shortens the wait: polling and re-scanning find
+// everything anyway, so a watcher that cannot be set up is logged and done
+// without.
+func (t *Tailer) watch(ctx context.Context) (wake <-chan struct{}, done <-chan struct{}) {
+	wakec, donec := make(chan struct{}, 1), make(chan struct{})
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		t.log.Warn("no file-system events; polling only", "err", err)
-		return wake
+		close(donec)
+		return wakec, donec
 	}
 	dirs := map[string]bool{}
 	for _, p := range t.patterns {
@@ -158,6 +161,7 @@ func (t *Tailer) watch(ctx context.Context) <-chan struct{} {
 		}
 	}
 	go func() {
+		defer close(donec)
 		defer w.Close()
 		for {
 			select {
@@ -169,7 +173,7 @@ func (t *Tailer) watch(ctx context.Context) <-chan struct{} {
 				}
 				if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
 					select {
-					case wake <- struct{}{}:
+					case wakec <- struct{}{}:
 					default:
 					}
 				}
@@ -180,7 +184,7 @@ func (t *Tailer) watch(ctx context.Context) <-chan struct{} {
 			}
 		}
 	}()
-	return wake
+	return wakec, donec
 }
 
 func hasMeta(path string) bool { return strings.ContainsAny(path, `*?[\`) }
@@ -242,6 +246,16 @@ func (t *Tailer) rescan(ctx context.Context) error {
 		}
 		return 0
 	})
+	// Forget finished files that are gone, so done does not grow forever.
+	present := make(map[fileKey]bool, len(matches))
+	for _, m := range matches {
+		present[keyOf(m.fi)] = true
+	}
+	for k := range t.done {
+		if !present[k] {
+			delete(t.done, k)
+		}
+	}
 	for _, m := range matches {
 		key := keyOf(m.fi)
 		if t.isOpen(key) {
