@@ -73,7 +73,7 @@ var (
 type Chunk struct {
 	File    string // file identity, as returned by ID
 	Path    string // path the lines were read from
-	Data    []byte // zero or more lines, each ending in '\n'
+	Data    []byte // zero or more lines, each ending in '\n' (given one if its file ended without)
 	Offset  int64  // byte offset in File just after Data (and after skipped lines)
 	Skipped int    // lines before Offset that were too long and are not in Data
 }
