@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/axiomhq/hyperloglog v0.3.0
+	github.com/fsnotify/fsnotify v1.6.0
 	github.com/gorilla/mux v1.8.1
 	github.com/prometheus/client_golang v1.20.5
 	github.com/prometheus/common v0.55.0

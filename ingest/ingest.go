@@ -4,10 +4,11 @@
 //
 // One goroutine owns the window and the batch, so the hot path takes no
 // locks. Readers see the window only through the snapshots it publishes.
+// Parsing, the expensive part, is separate from applying: Replay parses
+// chunks on every core and applies the results in order on that goroutine.
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -43,10 +44,11 @@ const (
 
 // Config configures a Pipeline.
 type Config struct {
-	Format *parser.Format
-	Rules  *window.Rules // initialised
-	Window *window.Window
-	Store  Committer
+	Format  *parser.Format
+	Rules   *window.Rules // initialised
+	Window  *window.Window
+	Store   Committer
+	MaxLine int // longer lines are rejected; tailer.DefaultMaxLine if zero
 	// NoSamples turns off keeping the last rejected lines.
 	NoSamples bool
 	// PersistWindow stores the live window's per-second state with each
@@ -89,7 +91,9 @@ type Pipeline struct {
 	cfg   Config
 	batch *storage.Batch
 	rec   parser.Record
-	last  int64 // newest line second seen, for AnchorLog
+	res   result // Run's reusable result
+	last  int64  // newest line second seen, for AnchorLog
+	pool  sync.Pool
 
 	lines    atomic.Int64
 	parsed   atomic.Int64
@@ -117,11 +121,15 @@ const (
 	MaxSampleSize = 512
 )
 
-// rejectReasons are the parser reasons and the window's, with a catch-all
-// last.
-var rejectReasons = append(append([]error{}, parser.Reasons...), window.ErrTooNew, errOther)
+// rejectReasons are the parser reasons, the window's lines too far ahead and
+// the tailer's long lines, with a catch-all last.
+var rejectReasons = append(append([]error{}, parser.Reasons...), window.ErrTooNew, tailer.ErrLongLine, errOther)
 
-var errOther = errors.New("other")
+var (
+	errOther    = errors.New("other")
+	tooNewIdx   = len(rejectReasons) - 3
+	longLineIdx = len(rejectReasons) - 2
+)
 
 // New returns a pipeline. Unset intervals take their defaults.
 func New(cfg Config) *Pipeline {
@@ -142,6 +150,9 @@ func New(cfg Config) *Pipeline {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = tailer.DefaultMaxLine
 	}
 	return &Pipeline{cfg: cfg, batch: storage.NewBatch(), rejected: make([]atomic.Int64, len(rejectReasons))}
 }
@@ -198,59 +209,14 @@ func (p *Pipeline) finish() error {
 	return err
 }
 
+// chunk counts the lines of c on the calling goroutine.
 func (p *Pipeline) chunk(c tailer.Chunk) {
-	data := c.Data
-	p.bytes.Add(int64(len(data)))
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		var line []byte
-		if i < 0 {
-			line, data = data, nil
-		} else {
-			line, data = data[:i], data[i+1:]
-		}
-		p.line(line)
-	}
-	p.batch.SetPosition(c.File, c.Offset)
+	p.parse(c, &p.rec, &p.res)
+	p.apply(&p.res)
 }
 
-func (p *Pipeline) line(line []byte) {
-	p.lines.Add(1)
-	p.batch.Line()
-	if err := p.cfg.Format.Parse(line, &p.rec); err != nil {
-		p.cfg.Window.Reject()
-		p.reject(line, err)
-		return
-	}
-	h := p.cfg.Rules.Classify(&p.rec)
-	if p.cfg.Anchor == AnchorLog && h.Time > p.last {
-		p.last = h.Time
-		p.cfg.Window.Advance(time.Unix(h.Time, 0))
-	}
-	outcome := p.cfg.Window.Add(h)
-	if outcome == window.TooNew {
-		p.reject(line, window.ErrTooNew) // the window counted it already
-		return
-	}
-	p.parsed.Add(1)
-	live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
-	p.batch.Add(h, p.rec.Status, p.rec.Bytes, live)
-}
-
-// reject counts a bad line by reason and logs a sample at most once a second.
-func (p *Pipeline) reject(line []byte, err error) {
-	i := len(rejectReasons) - 1
-	for j, r := range rejectReasons[:i] {
-		if errors.Is(err, r) {
-			i = j
-			break
-		}
-	}
-	p.rejected[i].Add(1)
-	p.batch.Reject(p.cfg.Now().Unix())
-	if !p.cfg.NoSamples {
-		p.sample(line, err)
-	}
+// logRejected logs a bad line at most once a second.
+func (p *Pipeline) logRejected(line []byte, err error) {
 	if now := time.Now(); now.Sub(p.lastLog) >= time.Second {
 		p.lastLog = now
 		const max = 256

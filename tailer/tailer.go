@@ -4,195 +4,230 @@
 //
 // The offset is what makes the log a durable queue: a consumer commits the
 // offset together with what it derived from the chunk, and hands that offset
-// back to resume. Lines are delivered in chunks, not one at a time, so that a
-// channel operation and an allocation are paid per chunk rather than per line.
+// back to resume. The one idea that makes this survive log rotation is that a
+// file is known by a fingerprint of its first line, not by its path or inode:
+// access.log renamed to access.log.1, then compressed to access.log.1.gz, is
+// still the same file, and resumes at the same offset (for .gz, an offset in
+// the decompressed stream). Replaying the archive of a file that was read live
+// therefore adds nothing.
+//
+// Following is done by polling, with fsnotify events only as a wake-up. A
+// poll cannot miss data: it compares what is on disk with what has been read.
+// Notification-driven tailers (github.com/nxadm/tail, which this package
+// replaced) lose lines appended between their last read and the setup of a
+// new watch, stop reading a renamed file while the writer still appends to
+// it, and call os.Exit on some stat errors; none of that can happen here,
+// because every open file is read by descriptor until it has been idle for a
+// grace period or removed.
+//
+// Lines are delivered in chunks, not one at a time, so that a channel
+// operation and an allocation are paid per chunk rather than per line.
 package tailer
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
 
 // ChunkSize is the size of the buffers replay reads with.
-const ChunkSize = 256 << 10
+const ChunkSize = 1 << 20
+
+// Defaults for Config.
+const (
+	// DefaultPollInterval is how often open files are checked for new data.
+	DefaultPollInterval = 200 * time.Millisecond
+	// DefaultRescanInterval is how often the paths and globs are matched
+	// again to find new files, besides on file-system events.
+	DefaultRescanInterval = 3 * time.Second
+	// DefaultIdleGrace is how long a rotated file is still read after its
+	// last growth: the writer may go on appending to it until it reopens.
+	DefaultIdleGrace = 30 * time.Second
+	// DefaultMaxLine is the longest line that is buffered; longer lines are
+	// skipped and counted.
+	DefaultMaxLine = 64 << 10
+)
+
+// fingerprintSize is how many first bytes identify a file whose first line is
+// longer than that.
+const fingerprintSize = 1024
+
+var (
+	// ErrNoFingerprint means a file does not have a complete first line (or
+	// fingerprintSize bytes) yet, so it has no identity and nothing to read.
+	ErrNoFingerprint = errors.New("file has no complete first line yet")
+	// ErrLongLine is the reason a line longer than the maximum line length
+	// was skipped. It is used to count such lines next to parse rejections.
+	ErrLongLine = errors.New("line too long")
+)
 
 // Chunk is a run of complete lines from one file.
 type Chunk struct {
-	File   string // file identity, as returned by ID
-	Path   string // path the lines were read from
-	Data   []byte // one or more lines, each ending in '\n'
-	Offset int64  // byte offset in File just after Data
+	File    string // file identity, as returned by ID
+	Path    string // path the lines were read from
+	Data    []byte // zero or more lines, each ending in '\n' (given one if its file ended without)
+	Offset  int64  // byte offset in File just after Data (and after skipped lines)
+	Skipped int    // lines before Offset that were too long and are not in Data
 }
 
-// ID returns the identity under which a file's read position is kept.
-func ID(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return path
+// Config configures how files are followed and how long lines may be.
+type Config struct {
+	Poll      time.Duration // how often open files are checked for new data
+	Rescan    time.Duration // how often paths and globs are matched again
+	IdleGrace time.Duration // how long a rotated file is read after its last growth
+	MaxLine   int           // longest line kept, in bytes
+}
+
+// RegisterFlags registers the flags every command takes (the line length) on
+// fs; follow adds the ones that matter only for following files.
+func (c *Config) RegisterFlags(fs *flag.FlagSet, follow bool) {
+	fs.IntVar(&c.MaxLine, "max-line", DefaultMaxLine, "longest line in `bytes`; longer lines are skipped and counted")
+	if follow {
+		fs.DurationVar(&c.Poll, "poll-interval", DefaultPollInterval, "how often followed files are checked for new lines")
+		fs.DurationVar(&c.Rescan, "rescan-interval", DefaultRescanInterval, "how often paths and globs are matched again for new files")
+		fs.DurationVar(&c.IdleGrace, "idle-grace", DefaultIdleGrace, "how long a rotated file is still read after it last grew")
 	}
-	return abs
 }
 
-// Read reads path from offset to its end and sends its complete lines in
-// chunks. A final line without a newline is not sent: it is not complete yet.
-// Files ending in .gz are decompressed, and offset counts decompressed bytes.
-func Read(ctx context.Context, path string, offset int64, out chan<- Chunk) error {
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Poll <= 0 {
+		c.Poll = DefaultPollInterval
+	}
+	if c.Rescan <= 0 {
+		c.Rescan = DefaultRescanInterval
+	}
+	if c.IdleGrace <= 0 {
+		c.IdleGrace = DefaultIdleGrace
+	}
+	if c.MaxLine <= 0 {
+		c.MaxLine = DefaultMaxLine
+	}
+	return c
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	if c.MaxLine < 0 {
+		return fmt.Errorf("max line %d: must not be negative", c.MaxLine)
+	}
+	return nil
+}
+
+// ID returns the identity under which a file's read position is kept: a
+// fingerprint of its first line (of its decompressed content for .gz). It
+// returns ErrNoFingerprint while the file has no complete first line.
+func ID(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return "", err
 	}
 	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bufio.NewReaderSize(f, ChunkSize))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		defer zr.Close()
-		if _, err := io.CopyN(io.Discard, zr, offset); err != nil {
-			return fmt.Errorf("read %s: skip to %d: %w", path, offset, err)
-		}
-		r = zr
-	} else if offset > 0 {
-		if _, err := f.Seek(offset, io.SeekStart); err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-	}
-	id := ID(path)
-	var carry []byte // an incomplete line from the previous buffer
-	for {
-		buf := make([]byte, len(carry), ChunkSize+len(carry))
-		copy(buf, carry)
-		n, err := io.ReadFull(r, buf[len(carry):cap(buf)])
-		buf = buf[:len(carry)+n]
-		end := bytes.LastIndexByte(buf, '\n') + 1
-		if end > 0 {
-			offset += int64(end)
-			select {
-			case out <- Chunk{File: id, Path: path, Data: buf[:end], Offset: offset}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		carry = buf[end:]
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-	}
+	return readID(f, isGzip(path))
 }
 
-// Config configures how files are followed.
-type Config struct {
-	Poll time.Duration // how often a followed file is checked for new data
+// readID reads the fingerprint of an open file from its start.
+func readID(f *os.File, gz bool) (string, error) {
+	var head [fingerprintSize]byte
+	var n int
+	var err error
+	if gz {
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(io.NewSectionReader(f, 0, 1<<62)); err != nil {
+			if errors.Is(err, io.EOF) {
+				return "", ErrNoFingerprint // empty file
+			}
+			return "", fmt.Errorf("fingerprint %s: %w", f.Name(), err)
+		}
+		n, err = io.ReadFull(zr, head[:])
+	} else {
+		n, err = f.ReadAt(head[:], 0)
+	}
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", fmt.Errorf("fingerprint %s: %w", f.Name(), err)
+	}
+	id := fingerprint(head[:n])
+	if id == "" {
+		return "", ErrNoFingerprint
+	}
+	return id, nil
 }
 
-// RegisterFlags registers the tailer's flags on fs.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.Poll, "poll-interval", DefaultPollInterval, "how often followed files are checked for new lines")
+// fingerprint returns the identity of a file that starts with head, or ""
+// if head holds neither a newline nor fingerprintSize bytes. The first line
+// of an access log holds a timestamp to the second and a client address, so
+// two different logs do not share it; it never changes once written, so a
+// file keeps its identity through renames, compression and growth.
+func fingerprint(head []byte) string {
+	n := bytes.IndexByte(head, '\n') + 1
+	if n == 0 {
+		if len(head) < fingerprintSize {
+			return ""
+		}
+		n = fingerprintSize
+	}
+	sum := sha256.Sum256(head[:n])
+	return "fp:" + hex.EncodeToString(sum[:12])
 }
 
-// DefaultPollInterval is how often Follow looks for new data once it has
-// read to the end of a file.
-const DefaultPollInterval = 200 * time.Millisecond
+func isGzip(path string) bool { return strings.HasSuffix(path, ".gz") }
 
-// Follow reads path from offset and goes on reading what is appended until
-// ctx is done, checking every poll interval (DefaultPollInterval if zero).
-// When the file at path is replaced (rotation) it finishes the old file and
-// starts the new one from its beginning; when it shrinks (truncation) it
-// starts again from the beginning.
-func Follow(ctx context.Context, path string, offset int64, out chan<- Chunk, poll time.Duration, log *slog.Logger) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if poll <= 0 {
-		poll = DefaultPollInterval
-	}
-	id := ID(path)
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	var f *os.File
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-	}()
-	var carry []byte
-	buf := make([]byte, ChunkSize)
-	for {
-		if f == nil {
-			var err error
-			if f, err = os.Open(path); err != nil {
-				if !errors.Is(err, os.ErrNotExist) {
-					log.Warn("follow: open", "path", path, "err", err)
-				}
-				f = nil
-			} else if _, err := f.Seek(offset, io.SeekStart); err != nil {
-				return fmt.Errorf("follow %s: %w", path, err)
-			}
-		}
-		if f != nil {
-			for {
-				n, err := f.Read(buf)
-				if n > 0 {
-					data := append(carry, buf[:n]...)
-					end := bytes.LastIndexByte(data, '\n') + 1
-					if end > 0 {
-						offset += int64(end)
-						c := Chunk{File: id, Path: path, Data: data[:end:end], Offset: offset}
-						select {
-						case out <- c:
-						case <-ctx.Done():
-							return nil
-						}
-					}
-					carry = append([]byte(nil), data[end:]...)
-				}
-				if err != nil {
-					break
-				}
-			}
-			if replaced, shrunk := changed(f, path, offset+int64(len(carry))); replaced || shrunk {
-				// The old file has been read to its end; start the new one.
-				f.Close()
-				f, carry, offset = nil, nil, 0
-				continue
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
+// splitter cuts what is read from a file into complete lines, and keeps the
+// offset just after the last complete line. A line longer than max is
+// dropped as it streams past, so it is never buffered whole, and counted
+// once its newline arrives.
+type splitter struct {
+	max      int
+	off      int64 // offset just after the last complete or skipped line
+	carry    []byte
+	skipping bool  // inside a line longer than max
+	dropped  int64 // bytes of that line dropped so far
 }
 
-// changed reports whether path now names another file than f, or whether f
-// is now shorter than what has been read of it.
-func changed(f *os.File, path string, read int64) (replaced, shrunk bool) {
-	fi, err := f.Stat()
-	if err != nil {
-		return true, false
+// cut takes buf, which is s.carry followed by newly read bytes, and returns
+// the complete lines in it and how many long lines ended in it. What follows
+// the last newline is kept in s.carry, aliasing buf.
+func (s *splitter) cut(buf []byte) (lines []byte, skipped int) {
+	if s.skipping {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			s.dropped += int64(len(buf))
+			s.carry = nil
+			return nil, 0
+		}
+		s.off += s.dropped + int64(i) + 1
+		s.skipping, s.dropped, skipped = false, 0, 1
+		buf = buf[i+1:]
 	}
-	if fi.Size() < read {
-		return false, true
+	end := bytes.LastIndexByte(buf, '\n') + 1
+	lines, s.carry = buf[:end:end], buf[end:]
+	s.off += int64(end)
+	if len(s.carry) > s.max {
+		s.skipping, s.dropped, s.carry = true, int64(len(s.carry)), nil
 	}
-	pi, err := os.Stat(path)
-	if err != nil {
-		return false, false // gone, and nothing new yet: keep reading the open file
+	return lines, skipped
+}
+
+// flush returns the incomplete last line as a complete one, for a file that
+// will not grow any more, and how many long lines that ends.
+func (s *splitter) flush() (line []byte, skipped int) {
+	switch {
+	case s.skipping:
+		s.off += s.dropped
+		s.skipping, s.dropped = false, 0
+		return nil, 1
+	case len(s.carry) > 0:
+		line = append(append([]byte(nil), s.carry...), '\n')
+		s.off += int64(len(s.carry))
+		s.carry = nil
 	}
-	return !os.SameFile(fi, pi), false
+	return line, 0
 }

@@ -1,41 +1,518 @@
 package tailer
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-func collect(t *testing.T, path string, offset int64) (string, int64) {
+// sink stands in for the pipeline: it counts every line it receives and
+// commits each chunk's position at once.
+type sink struct {
+	mu      sync.Mutex
+	lines   map[string]int
+	total   int
+	skipped int
+	pos     map[string]int64
+	order   []string // lines in the order they arrived
+}
+
+func newSink() *sink { return &sink{lines: map[string]int{}, pos: map[string]int64{}} }
+
+func (s *sink) positions(id string) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off, ok := s.pos[id]
+	return off, ok, nil
+}
+
+func (s *sink) take(c Chunk) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range strings.SplitAfter(string(c.Data), "\n") {
+		if l != "" {
+			s.lines[strings.TrimSuffix(l, "\n")]++
+			s.order = append(s.order, strings.TrimSuffix(l, "\n"))
+			s.total++
+		}
+	}
+	s.skipped += c.Skipped
+	s.pos[c.File] = c.Offset
+}
+
+func (s *sink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// waitFor waits until n lines have arrived: the tailer runs on its own
+// goroutine, so tests wait for an outcome, not for a fixed time.
+func (s *sink) waitFor(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for s.count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d lines, want %d", s.count(), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// check reports lines that did not arrive exactly once, and extra lines.
+func (s *sink) check(t *testing.T, want []string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wanted := map[string]bool{}
+	bad := 0
+	for _, l := range want {
+		wanted[l] = true
+		if n := s.lines[l]; n != 1 && bad < 5 {
+			t.Errorf("line %q arrived %d times, want once", l, n)
+			bad++
+		}
+	}
+	for l, n := range s.lines {
+		if !wanted[l] && bad < 5 {
+			t.Errorf("unexpected line %q (%d times)", l, n)
+			bad++
+		}
+	}
+	if s.total != len(want) {
+		t.Errorf("got %d lines, want %d", s.total, len(want))
+	}
+}
+
+var testConfig = Config{Poll: 5 * time.Millisecond, Rescan: 20 * time.Millisecond, IdleGrace: 30 * time.Second}
+
+// follow runs a Tailer over patterns into s until the returned stop is
+// called (or the test ends).
+func follow(t *testing.T, cfg Config, s *sink, patterns ...string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan Chunk, 4)
+	tl := New(cfg, patterns, s.positions, out, nil)
+	errc := make(chan error, 1)
+	go func() { errc <- tl.Run(ctx); close(out) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := range out {
+			s.take(c)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func lines(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("192.0.2.1 line %05d", i))
+	}
+	return out
+}
+
+func write(t *testing.T, f *os.File, ls []string) {
+	t.Helper()
+	for _, l := range ls {
+		if _, err := f.WriteString(l + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func appendFile(t *testing.T, path string, ls []string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	write(t, f, ls)
+}
+
+func gzipFile(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(data)
+	zw.Close()
+	if err := os.WriteFile(path+".gz", buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRenameRotationWriterKeepsWriting is logrotate's create rotation: the
+// log is renamed, and the writer goes on appending to the renamed file for
+// 2 s before it reopens the path (nginx on USR1). Not a line may be lost.
+func TestRenameRotationWriterKeepsWriting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	const n = 10_000
+	all := lines(0, n)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	follow(t, testConfig, s, path)
+
+	write(t, f, all[:1])
+	s.waitFor(t, 1) // the file is open: what follows is a rotation, not a start
+	write(t, f, all[1:4000])
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	// 2 s of writing to the renamed file, a few lines at a time.
+	renamed := all[4000:7000]
+	start := time.Now()
+	for i := 0; i < len(renamed); i += 15 {
+		write(t, f, renamed[i:min(i+15, len(renamed))])
+		time.Sleep(10 * time.Millisecond)
+	}
+	for time.Since(start) < 2*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.Close()
+	appendFile(t, path, all[7000:]) // reopened
+	s.waitFor(t, n)
+	time.Sleep(50 * time.Millisecond) // room for a duplicate to show
+	s.check(t, all)
+}
+
+// TestCopyTruncate is logrotate's copytruncate: the log is copied to
+// access.log.1 and truncated in place. The copy is found by fingerprint and
+// finished, and the truncated file is read from its start.
+func TestCopyTruncate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 100))
+	s := newSink()
+	follow(t, testConfig, s, path)
+	s.waitFor(t, 100)
+
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	write(t, f, lines(100, 150)) // may or may not be read before the copy
+	copyTruncate(t, path, nil)
+	write(t, f, lines(150, 250))
+	s.waitFor(t, 250)
+	time.Sleep(50 * time.Millisecond)
+	s.check(t, lines(0, 250))
+}
+
+// TestCopyTruncateLoss documents what copytruncate can lose: lines written
+// after logrotate's copy and before its truncation are in neither file.
+func TestCopyTruncateLoss(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 100))
+	s := newSink()
+	follow(t, testConfig, s, path)
+	s.waitFor(t, 100)
+
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	copyTruncate(t, path, func() { write(t, f, lines(100, 110)) })
+	write(t, f, lines(110, 200))
+	s.waitFor(t, 190)
+	time.Sleep(50 * time.Millisecond)
+	s.check(t, append(lines(0, 100), lines(110, 200)...))
+}
+
+// copyTruncate does what logrotate's copytruncate does, calling between
+// (if not nil) after the copy and before the truncation.
+func copyTruncate(t *testing.T, path string, between func()) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".1", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if between != nil {
+		between()
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRotationWhileStopped: the log was rotated (and the rotated file
+// compressed) while logtally was not running. At start the rotated file is
+// found by fingerprint and finished from its stored offset, and the new
+// file is read from its start.
+func TestRotationWhileStopped(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "gzip"}[compress], func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "access.log")
+			appendFile(t, path, lines(0, 100))
+			s := newSink()
+			stop := follow(t, testConfig, s, path)
+			s.waitFor(t, 100)
+			stop()
+
+			appendFile(t, path, lines(100, 150))
+			if err := os.Rename(path, path+".1"); err != nil {
+				t.Fatal(err)
+			}
+			if compress {
+				gzipFile(t, path+".1")
+			}
+			appendFile(t, path, lines(150, 180))
+			appendFile(t, path+".2", lines(1000, 1010)) // an old file never read: not ours
+
+			follow(t, testConfig, s, path)
+			s.waitFor(t, 180)
+			time.Sleep(50 * time.Millisecond)
+			s.check(t, lines(0, 180))
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if got, want := s.order[100:], lines(100, 180); !slices.Equal(got, want) {
+				t.Errorf("after the restart, lines came in this order:\n%v\nwant the rotated file's first:\n%v", got, want)
+			}
+		})
+	}
+}
+
+// TestPartialLine: a line without its newline is not sent until it is
+// completed, or until its file is rotated away (removed).
+func TestPartialLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("first\nsecond, half")
+	s := newSink()
+	follow(t, testConfig, s, path)
+	s.waitFor(t, 1)
+	time.Sleep(50 * time.Millisecond) // ten polls
+	if n := s.count(); n != 1 {
+		t.Fatalf("got %d lines before the second was complete, want 1", n)
+	}
+	f.WriteString(" and the rest\nthird without newline")
+	s.waitFor(t, 2)
+	os.Remove(path)
+	s.waitFor(t, 3)
+	s.check(t, []string{"first", "second, half and the rest", "third without newline"})
+}
+
+// TestLongLine: a line over the maximum is skipped and counted as it
+// streams past, never buffered whole.
+func TestLongLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg := testConfig
+	cfg.MaxLine = 1000
+	s := newSink()
+	follow(t, cfg, s, path)
+	f.WriteString("before\n")
+	s.waitFor(t, 1)
+	for range 10 { // a 5,000-byte line in pieces the tailer sees one by one
+		f.WriteString(strings.Repeat("x", 500))
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.WriteString("\nafter\n")
+	s.waitFor(t, 2)
+	time.Sleep(20 * time.Millisecond)
+	s.check(t, []string{"before", "after"})
+	if s.skipped != 1 {
+		t.Errorf("skipped = %d, want 1", s.skipped)
+	}
+}
+
+// TestDeletedAndRecreated: a removed log is read to its end and closed; a
+// new file at its path is read from the start.
+func TestDeletedAndRecreated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 10))
+	s := newSink()
+	follow(t, testConfig, s, path)
+	s.waitFor(t, 10)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	appendFile(t, path, lines(10, 15))
+	s.waitFor(t, 15)
+	time.Sleep(50 * time.Millisecond)
+	s.check(t, lines(0, 15))
+}
+
+// TestGlobPicksUpNewFile: a file that starts to match a glob is followed.
+func TestGlobPicksUpNewFile(t *testing.T) {
+	dir := t.TempDir()
+	appendFile(t, filepath.Join(dir, "a.log"), lines(0, 10))
+	s := newSink()
+	follow(t, testConfig, s, filepath.Join(dir, "*.log"))
+	s.waitFor(t, 10)
+	appendFile(t, filepath.Join(dir, "b.log"), lines(10, 20))
+	appendFile(t, filepath.Join(dir, "b.txt"), lines(100, 110)) // not matched
+	s.waitFor(t, 20)
+	appendFile(t, filepath.Join(dir, "a.log"), lines(20, 25))
+	s.waitFor(t, 25)
+	time.Sleep(50 * time.Millisecond)
+	s.check(t, lines(0, 25))
+}
+
+// TestGlobPicksUpNewFileOnEvent: with re-scans an hour apart, the
+// file-system event alone brings a new file in.
+func TestGlobPicksUpNewFileOnEvent(t *testing.T) {
+	dir := t.TempDir()
+	appendFile(t, filepath.Join(dir, "a.log"), lines(0, 10))
+	cfg := testConfig
+	cfg.Rescan = time.Hour
+	s := newSink()
+	follow(t, cfg, s, filepath.Join(dir, "*.log"))
+	s.waitFor(t, 10)
+	appendFile(t, filepath.Join(dir, "b.log"), lines(10, 20))
+	s.waitFor(t, 20)
+	s.check(t, lines(0, 20))
+}
+
+// TestIdleRotatedFileIsClosed: a renamed file is closed once it has not
+// grown for the idle grace, measured on the injected clock.
+func TestIdleRotatedFileIsClosed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 10))
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tl := New(testConfig, []string{path}, newSink().positions, make(chan Chunk, 100), nil)
+	tl.Now = clock
+	ctx := context.Background()
+	if err := tl.rescan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tl.pollAll(ctx)
+	os.Rename(path, path+".1")
+	tl.pollAll(ctx)
+	if len(tl.files) != 1 {
+		t.Fatalf("%d files open right after the rename, want 1", len(tl.files))
+	}
+	mu.Lock()
+	now = now.Add(DefaultIdleGrace)
+	mu.Unlock()
+	tl.pollAll(ctx)
+	if len(tl.files) != 0 {
+		t.Errorf("%d files open after the idle grace, want 0", len(tl.files))
+	}
+	if err := tl.rescan(ctx); err != nil || len(tl.files) != 0 {
+		t.Errorf("rescan reopened the finished file: %d open, err %v", len(tl.files), err)
+	}
+}
+
+func TestIDSurvivesRenameAndGzip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	if _, err := ID(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ID of a missing file: %v", err)
+	}
+	os.WriteFile(path, []byte("first line wi"), 0o644)
+	if _, err := ID(path); !errors.Is(err, ErrNoFingerprint) {
+		t.Errorf("ID without a complete line: %v, want ErrNoFingerprint", err)
+	}
+	appendFile(t, path, []string{"th its end", "second"})
+	want, err := ID(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, []string{"third"})
+	os.Rename(path, path+".1")
+	if got, _ := ID(path + ".1"); got != want {
+		t.Errorf("ID after growth and rename = %s, want %s", got, want)
+	}
+	gzipFile(t, path+".1")
+	if got, _ := ID(path + ".1.gz"); got != want {
+		t.Errorf("ID of the .gz = %s, want %s", got, want)
+	}
+	appendFile(t, path, []string{"other first line"})
+	if got, _ := ID(path); got == want {
+		t.Errorf("a new file has the old file's ID")
+	}
+}
+
+// read replays path from offset with r and returns what it sent.
+func read(t *testing.T, r *Reader, path string, offset int64) (data string, end int64, skipped int) {
 	t.Helper()
 	out := make(chan Chunk, 16)
 	errc := make(chan error, 1)
-	go func() { errc <- Read(context.Background(), path, offset, out); close(out) }()
+	ends := make(chan int64, 1)
+	go func() {
+		end, err := r.Read(context.Background(), path, "id", offset, out)
+		errc <- err
+		ends <- end
+		close(out)
+	}()
 	var sb strings.Builder
 	var last int64
 	for c := range out {
 		sb.Write(c.Data)
+		skipped += c.Skipped
 		last = c.Offset
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	return sb.String(), last
+	if end = <-ends; last != end {
+		t.Errorf("last chunk at %d, Read returned %d", last, end)
+	}
+	return sb.String(), end, skipped
 }
 
 func TestReadPlainAndResume(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "access.log")
 	os.WriteFile(path, []byte("one\ntwo\nthree\npartial"), 0o644)
-	got, off := collect(t, path, 0)
-	if got != "one\ntwo\nthree\n" || off != 14 {
+	if got, off, _ := read(t, &Reader{}, path, 0); got != "one\ntwo\nthree\n" || off != 14 {
 		t.Fatalf("Read = %q at %d, want three lines at 14", got, off)
 	}
-	got, off = collect(t, path, 4)
-	if got != "two\nthree\n" || off != 14 {
+	if got, off, _ := read(t, &Reader{}, path, 4); got != "two\nthree\n" || off != 14 {
 		t.Fatalf("Read from 4 = %q at %d", got, off)
 	}
 }
@@ -43,52 +520,54 @@ func TestReadPlainAndResume(t *testing.T) {
 func TestReadLargeSpansChunks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "access.log")
 	line := strings.Repeat("x", 99) + "\n"
-	want := strings.Repeat(line, 3*ChunkSize/len(line)+7)
+	want := strings.Repeat(line, 3*4096/len(line)+7)
 	os.WriteFile(path, []byte(want), 0o644)
-	got, off := collect(t, path, 0)
+	r := &Reader{BufSize: 4096}
+	got, off, _ := read(t, r, path, 0)
 	if got != want || off != int64(len(want)) {
 		t.Fatalf("Read lost or duplicated data: got %d bytes at %d, want %d", len(got), off, len(want))
+	}
+	if r.Bytes.Load() != int64(len(want)) {
+		t.Errorf("Bytes = %d, want %d", r.Bytes.Load(), len(want))
+	}
+}
+
+func TestReadLongLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	os.WriteFile(path, []byte("a\n"+strings.Repeat("x", 10_000)+"\nb\n"), 0o644)
+	got, off, skipped := read(t, &Reader{BufSize: 1024, MaxLine: 2000}, path, 0)
+	if got != "a\nb\n" || skipped != 1 || off != 10_005 {
+		t.Errorf("Read = %q, %d skipped, at %d; want a and b, 1 skipped, at 10005", got, skipped, off)
 	}
 }
 
 func TestReadGzip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "access.log.1.gz")
-	f, _ := os.Create(path)
-	zw := gzip.NewWriter(f)
-	zw.Write([]byte("one\ntwo\n"))
-	zw.Close()
-	f.Close()
-	got, off := collect(t, path, 4)
-	if got != "two\n" || off != 8 {
-		t.Fatalf("Read gz from 4 = %q at %d, want \"two\\n\" at 8", got, off)
+	path := filepath.Join(t.TempDir(), "access.log.1")
+	os.WriteFile(path, []byte("one\ntwo\nthree"), 0o644)
+	gzipFile(t, path)
+	got, off, _ := read(t, &Reader{}, path+".gz", 4)
+	if got != "two\nthree\n" || off != 13 {
+		t.Fatalf("Read gz from 4 = %q at %d, want two and the unterminated three at 13", got, off)
 	}
 }
 
-func TestFollowAppends(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "access.log")
-	os.WriteFile(path, []byte("old\n"), 0o644)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out := make(chan Chunk, 16)
-	go Follow(ctx, path, 4, out, 5*time.Millisecond, nil)
-
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString("new1\nnew2\n")
-	f.Close()
-
-	var got string
-	var off int64
-	deadline := time.After(10 * time.Second)
-	for got != "new1\nnew2\n" {
-		select {
-		case c := <-out:
-			got += string(c.Data)
-			off = c.Offset
-		case <-deadline:
-			t.Fatalf("followed %q, want the two new lines", got)
+func BenchmarkRead(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "access.log")
+	line := `192.0.2.1 - - [21/Nov/2026:12:00:00 +0000] "GET /docs/1 HTTP/1.1" 200 512 "-" "Mozilla/5.0"` + "\n"
+	data := []byte(strings.Repeat(line, 100_000))
+	os.WriteFile(path, data, 0o644)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out := make(chan Chunk, 4)
+		go func() {
+			for range out {
+			}
+		}()
+		var r Reader
+		if _, err := r.Read(context.Background(), path, "id", 0, out); err != nil {
+			b.Fatal(err)
 		}
-	}
-	if off != 14 {
-		t.Errorf("offset = %d, want 14", off)
+		close(out)
 	}
 }

@@ -25,8 +25,10 @@ import (
 const usage = `logtally turns web-server access logs into live visitor counts.
 
 Usage:
-  logtally run [flags] [FILE...]    follow FILEs and serve the JSON API;
-                                    with no FILE, serve what the database holds
+  logtally run [flags] [FILE...]    follow FILEs (paths or quoted globs, such as
+                                    '/var/log/nginx/access.log*') and serve the
+                                    JSON API; with no FILE, serve what the
+                                    database holds
   logtally replay [flags] FILE...   read FILEs (plain or .gz) to their end,
                                     commit, print a summary and exit
 
@@ -92,8 +94,8 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Ingest.RegisterFlags(fs)
 	if m.Command == "run" {
 		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
-		m.Tailer.RegisterFlags(fs)
 	}
+	m.Tailer.RegisterFlags(fs, m.Command == "run")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -107,7 +109,8 @@ func (m *Main) ParseFlags(args []string) error {
 	if _, err := m.Parser.Compile(); err != nil {
 		return fmt.Errorf("--format: %w", err)
 	}
-	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Store.Validate())
+	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
+		m.Store.Validate())
 }
 
 // Run starts the command. For run, it returns once the API is listening and
@@ -142,6 +145,7 @@ func (m *Main) Run(ctx context.Context) error {
 	cfg := m.Ingest
 	cfg.Format, cfg.Rules, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, &m.Rules, m.win, m.store, m.Now, m.Logger
 	cfg.PersistWindow = m.Command == "run"
+	cfg.MaxLine = m.Tailer.MaxLine
 	m.pipeline = ingest.New(cfg)
 	ctx, m.cancel = context.WithCancel(ctx)
 	if m.Command == "replay" {
@@ -202,16 +206,13 @@ func (m *Main) openWindow() error {
 
 func (m *Main) run(ctx context.Context) error {
 	chunks := make(chan tailer.Chunk, 64)
-	for _, path := range m.Files {
-		off, _, err := m.store.Position(tailer.ID(path))
-		if err != nil {
-			return err
-		}
+	if len(m.Files) > 0 {
+		t := tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
 		m.readers.Add(1)
 		go func() {
 			defer m.readers.Done()
-			if err := tailer.Follow(ctx, path, off, chunks, m.Tailer.Poll, m.Logger); err != nil {
-				m.Logger.Error("follow stopped", "path", path, "err", err)
+			if err := t.Run(ctx); err != nil {
+				m.Logger.Error("following stopped", "err", err)
 			}
 		}()
 	}
@@ -244,23 +245,55 @@ func (m *Main) run(ctx context.Context) error {
 
 func (m *Main) replay(ctx context.Context) error {
 	start := time.Now()
+	var total int64
+	for _, path := range m.Files {
+		if fi, err := os.Stat(path); err == nil {
+			total += fi.Size()
+		}
+	}
+	reader := &tailer.Reader{MaxLine: m.Tailer.MaxLine}
 	chunks := make(chan tailer.Chunk, 8)
 	m.done = make(chan error, 1)
-	go func() { m.done <- m.pipeline.Run(ctx, chunks) }()
+	// If the pipeline stops early (a failed commit), reading stops too.
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	go func() {
+		err := m.pipeline.Replay(ctx, chunks)
+		stopReading()
+		m.done <- err
+	}()
+	stopProgress := m.progress(reader, total, start)
+	// read holds the offset each identity was read to in this replay, so
+	// that a file named twice (or with its .gz) is read once.
+	read := make(map[string]int64)
 	var readErr error
 	for _, path := range m.Files {
-		off, _, err := m.store.Position(tailer.ID(path))
+		id, err := tailer.ID(path)
+		if errors.Is(err, tailer.ErrNoFingerprint) {
+			continue // empty: nothing to read
+		}
+		var off int64
+		var ok bool
 		if err == nil {
-			err = tailer.Read(ctx, path, off, chunks)
+			off, ok, err = m.store.Position(id)
+		}
+		if done, seen := read[id]; seen && (!ok || done > off) {
+			off = done
+		}
+		if err == nil {
+			read[id], err = reader.Read(readCtx, path, id, off, chunks)
 		}
 		if err != nil {
-			readErr = err
+			if readCtx.Err() == nil || ctx.Err() != nil {
+				readErr = err // not merely stopped by a pipeline error
+			}
 			break
 		}
 	}
 	close(chunks)
 	err := errors.Join(readErr, <-m.done)
 	m.done = nil
+	stopProgress()
 	secs := time.Since(start).Seconds()
 	lines := m.pipeline.Lines()
 	fmt.Fprintf(m.Stdout, "replay: %d files, %d lines read, %d parsed, %d rejected in %.2fs (%.0f lines/s)\n",

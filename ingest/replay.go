@@ -1,0 +1,221 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/window"
+)
+
+// Replay consumes chunks like Run, but parses them on every core: workers
+// turn chunks into compact arrays of hits, and this goroutine applies them
+// in the order the chunks came in, so a position is only committed once
+// every line before it, in every file, has been counted. A failed commit
+// ends Replay with the error.
+func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := max(1, runtime.GOMAXPROCS(0))
+	type job struct {
+		seq int
+		c   tailer.Chunk
+	}
+	jobs := make(chan job, workers)
+	results := make(chan *result, 2*workers)
+	go func() {
+		defer close(jobs)
+		for seq := 0; ; seq++ {
+			select {
+			case c, ok := <-in:
+				if !ok {
+					return
+				}
+				select {
+				case jobs <- job{seq, c}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var rec parser.Record
+			for j := range jobs {
+				r, _ := p.pool.Get().(*result)
+				if r == nil {
+					r = new(result)
+				}
+				p.parse(j.c, &rec, r)
+				r.seq = j.seq
+				select {
+				case results <- r:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	flush := time.NewTicker(p.cfg.FlushInterval)
+	defer flush.Stop()
+	pending := make(map[int]*result)
+	next := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return p.finish()
+		case r, ok := <-results:
+			if !ok {
+				return p.finish()
+			}
+			pending[r.seq] = r
+			for r := pending[next]; r != nil; r = pending[next] {
+				delete(pending, next)
+				next++
+				p.apply(r)
+				p.pool.Put(r)
+			}
+			if p.batch.Lines() >= p.cfg.FlushLines {
+				if err := p.commit(); err != nil {
+					return err
+				}
+			}
+		case <-flush.C:
+			if err := p.commit(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// result is what one chunk's lines amount to, ready to apply: parsing is
+// done, so applying it is cheap and can stay on one goroutine.
+type result struct {
+	seq      int
+	file     string
+	offset   int64
+	size     int64 // bytes of the chunk's lines
+	hits     []hit
+	lines    int64
+	rejected []int64        // by index in rejectReasons
+	samples  []rejectedLine // the chunk's last rejected lines, at most MaxSamples
+}
+
+// hit is a parsed line: what the window and the batch need of it.
+type hit struct {
+	window.Hit // Path aliases the chunk's data
+	status     int
+	bytes      int64
+}
+
+// rejectedLine is a rejected line of a chunk; line aliases the chunk's data.
+type rejectedLine struct {
+	line []byte
+	err  error
+}
+
+// parse parses every line of c into r, using rec. It only reads p's
+// configuration, so workers may call it at once.
+func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
+	if r.rejected == nil {
+		r.rejected = make([]int64, len(rejectReasons))
+	}
+	clear(r.rejected)
+	r.file, r.offset, r.size, r.hits, r.samples = c.File, c.Offset, int64(len(c.Data)), r.hits[:0], r.samples[:0]
+	r.lines = int64(c.Skipped)
+	r.rejected[longLineIdx] = int64(c.Skipped)
+	data := c.Data
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var line []byte
+		if i < 0 {
+			line, data = data, nil
+		} else {
+			line, data = data[:i], data[i+1:]
+		}
+		r.lines++
+		var err error
+		if len(line) > p.cfg.MaxLine {
+			err = tailer.ErrLongLine
+		} else if err = p.cfg.Format.Parse(line, rec); err == nil {
+			r.hits = append(r.hits, hit{Hit: p.cfg.Rules.Classify(rec), status: rec.Status, bytes: rec.Bytes})
+			continue
+		}
+		r.rejected[reasonIndex(err)]++
+		if len(r.samples) == MaxSamples {
+			copy(r.samples, r.samples[1:])
+			r.samples = r.samples[:MaxSamples-1]
+		}
+		r.samples = append(r.samples, rejectedLine{line, err})
+	}
+}
+
+func reasonIndex(err error) int {
+	for j, reason := range rejectReasons[:len(rejectReasons)-1] {
+		if errors.Is(err, reason) {
+			return j
+		}
+	}
+	return len(rejectReasons) - 1
+}
+
+// apply adds a parsed chunk to the window and the batch, and moves its
+// file's position past it.
+func (p *Pipeline) apply(r *result) {
+	parsed := int64(0)
+	for _, h := range r.hits {
+		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
+			p.last = h.Time
+			p.cfg.Window.Advance(time.Unix(h.Time, 0))
+		}
+		outcome := p.cfg.Window.Add(h.Hit)
+		if outcome == window.TooNew {
+			// Too far ahead of the clock to trust; the window counted it as
+			// rejected already.
+			p.rejected[tooNewIdx].Add(1)
+			p.batch.Reject(p.cfg.Now().Unix())
+			continue
+		}
+		parsed++
+		live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
+		p.batch.Add(h.Hit, h.status, h.bytes, live)
+	}
+	for range r.lines {
+		p.batch.Line()
+	}
+	p.lines.Add(r.lines)
+	p.parsed.Add(parsed)
+	p.bytes.Add(r.size)
+	now := p.cfg.Now().Unix()
+	for i, n := range r.rejected {
+		if n > 0 {
+			p.rejected[i].Add(n)
+			for range n {
+				p.cfg.Window.Reject()
+				p.batch.Reject(now)
+			}
+		}
+	}
+	for _, s := range r.samples {
+		if !p.cfg.NoSamples {
+			p.sample(s.line, s.err)
+		}
+	}
+	if n := len(r.samples); n > 0 {
+		p.logRejected(r.samples[n-1].line, r.samples[n-1].err)
+	}
+	if r.file != "" {
+		p.batch.SetPosition(r.file, r.offset)
+	}
+}

@@ -1,0 +1,158 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/internal/loggen"
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/window"
+)
+
+var t0r = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func newPipeline(tb testing.TB) (*Pipeline, *storage.Store) {
+	tb.Helper()
+	store, err := storage.Open(filepath.Join(tb.TempDir(), "db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	format, err := parser.New("combined")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rules := window.DefaultRules()
+	rules.Init()
+	return New(Config{
+		Format: format, Rules: &rules, Window: window.New(window.Config{Length: 10 * time.Minute}, t0r),
+		Store: store, Anchor: AnchorLog,
+	}), store
+}
+
+// chunks cuts n generated lines (every 50th bad) into chunks of about size
+// bytes, alternating between two files.
+func chunks(n, size int) []tailer.Chunk {
+	g := loggen.New(loggen.Config{Seed: 1, Start: t0r, Step: 100 * time.Millisecond, BadEvery: 50})
+	var out []tailer.Chunk
+	var buf []byte
+	off := map[string]int64{}
+	for i := 0; i < n; i++ {
+		buf = g.Line(buf)
+		if len(buf) >= size || i == n-1 {
+			file := []string{"a", "b"}[len(out)%2]
+			off[file] += int64(len(buf))
+			out = append(out, tailer.Chunk{File: file, Data: buf, Offset: off[file]})
+			buf = nil
+		}
+	}
+	return out
+}
+
+func feed(cs []tailer.Chunk) <-chan tailer.Chunk {
+	in := make(chan tailer.Chunk, 8)
+	go func() {
+		for _, c := range cs {
+			in <- c
+		}
+		close(in)
+	}()
+	return in
+}
+
+// TestReplayMatchesRun: parsing on every core gives the counts and
+// positions of the one-goroutine loop.
+func TestReplayMatchesRun(t *testing.T) {
+	cs := chunks(20_000, 4096)
+	run, runStore := newPipeline(t)
+	if err := run.Run(context.Background(), feed(cs)); err != nil {
+		t.Fatal(err)
+	}
+	replay, replayStore := newPipeline(t)
+	if err := replay.Replay(context.Background(), feed(cs)); err != nil {
+		t.Fatal(err)
+	}
+	if run.Lines() != 20_000 || replay.Lines() != run.Lines() || replay.Parsed() != run.Parsed() || replay.Rejected() != run.Rejected() {
+		t.Errorf("replay counted %d/%d/%d, run %d/%d/%d (lines/parsed/rejected)",
+			replay.Lines(), replay.Parsed(), replay.Rejected(), run.Lines(), run.Parsed(), run.Rejected())
+	}
+	for _, file := range []string{"a", "b"} {
+		got, _, _ := replayStore.Position(file)
+		want, _, _ := runStore.Position(file)
+		if got != want || want == 0 {
+			t.Errorf("position of %s: replay %d, run %d", file, got, want)
+		}
+	}
+	all := func(s *storage.Store) []storage.Minute {
+		m, err := s.Minutes(t0r.Add(-time.Hour), t0r.Add(24*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := all(runStore), all(replayStore)
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("replay stored %d minutes, run %d", len(b), len(a))
+	}
+	for i := range a {
+		if fmt.Sprint(a[i]) != fmt.Sprint(b[i]) {
+			t.Errorf("minute %d: replay %+v, run %+v", i, b[i], a[i])
+		}
+	}
+}
+
+func TestLongLineRejected(t *testing.T) {
+	p, _ := newPipeline(t)
+	p.cfg.MaxLine = 100
+	data := append(bytes.Repeat([]byte("x"), 200), '\n')
+	p.parse(tailer.Chunk{File: "a", Data: data, Offset: 201, Skipped: 2}, &p.rec, &p.res)
+	p.apply(&p.res)
+	if got := p.RejectedBy()[tailer.ErrLongLine.Error()]; got != 3 || p.Lines() != 3 {
+		t.Errorf("rejected as too long = %d of %d lines, want 3 of 3", got, p.Lines())
+	}
+}
+
+// BenchmarkParse is the per-core part of replay: lines to hits.
+func BenchmarkParse(b *testing.B) {
+	p, _ := newPipeline(b)
+	cs := chunks(50_000, tailer.ChunkSize)
+	var size int64
+	for _, c := range cs {
+		size += int64(len(c.Data))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range cs {
+			p.parse(c, &p.rec, &p.res)
+		}
+	}
+	b.ReportMetric(50_000*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// BenchmarkApply is the serial part of replay: hits into the window and
+// the batch, and the commits.
+func BenchmarkApply(b *testing.B) {
+	p, _ := newPipeline(b)
+	cs := chunks(50_000, tailer.ChunkSize)
+	rs := make([]result, len(cs))
+	for i, c := range cs {
+		p.parse(c, &p.rec, &rs[i])
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range rs {
+			p.apply(&rs[i])
+		}
+		if err := p.commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(50_000*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}

@@ -1,0 +1,514 @@
+package tailer
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// followReadSize is the most a followed file is read in one go.
+const followReadSize = 256 << 10
+
+// Positions looks up the committed read offset of a file identity.
+type Positions func(id string) (offset int64, ok bool, err error)
+
+// Tailer follows every file that its paths and globs match, and the rotated
+// copies of those paths, and sends their complete lines.
+//
+// One goroutine does everything: it polls the open files in turn and
+// re-matches the patterns from time to time. Files are held open by
+// descriptor, so a renamed file is read to its end however it is named now;
+// it is closed once it has not grown for the idle grace, or once it is
+// removed (after reading what is left in it).
+type Tailer struct {
+	cfg       Config
+	patterns  []string
+	positions Positions
+	out       chan<- Chunk
+	log       *slog.Logger
+
+	// Now is the clock the idle grace is measured with; time.Now if nil.
+	Now func() time.Time
+
+	files []*file
+	// sent is the offset just after the last chunk sent, by identity. It
+	// is ahead of the stored positions until the consumer commits, and is
+	// what keeps a file reopened under another name (a .gz of it, a copy)
+	// from being sent twice.
+	sent map[string]int64
+	// done holds files that were read to their end and closed, with their
+	// size and modification time, so a re-scan does not open them again
+	// unless they changed.
+	done map[fileKey]doneState
+}
+
+type fileKey struct{ dev, ino uint64 }
+
+type doneState struct {
+	size  int64
+	mtime time.Time
+}
+
+// file is one open file being followed.
+type file struct {
+	path     string
+	f        *os.File
+	key      fileKey
+	gz       bool
+	sibling  bool   // matched only as a possible rotated copy of a path
+	id       string // "" until the first line is complete
+	split    splitter
+	lastGrow time.Time
+	moved    bool // its path names another file, or none
+	dup      bool // another name of a file already open
+}
+
+// New returns a tailer of the files matching patterns (paths or globs).
+// positions gives each file's committed offset; out receives the chunks.
+func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, log *slog.Logger) *Tailer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Tailer{
+		cfg: cfg.withDefaults(), patterns: patterns, positions: positions, out: out, log: log,
+		sent: make(map[string]int64), done: make(map[fileKey]doneState),
+	}
+}
+
+func (t *Tailer) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+// Run follows the files until ctx is done. It returns nil then; it returns
+// an error only if the positions cannot be read.
+func (t *Tailer) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	wake, watching := t.watch(ctx)
+	defer func() {
+		cancel()
+		<-watching
+		for _, fl := range t.files {
+			fl.f.Close()
+		}
+		t.files = nil
+	}()
+	poll := time.NewTicker(t.cfg.Poll)
+	defer poll.Stop()
+	rescan := time.NewTicker(t.cfg.Rescan)
+	defer rescan.Stop()
+	for scan := true; ; {
+		if scan {
+			if err := t.rescan(ctx); err != nil {
+				return err
+			}
+			scan = false
+		}
+		if err := t.pollAll(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-poll.C:
+		case <-rescan.C:
+			scan = true
+		case <-wake:
+			scan = true
+		}
+	}
+}
+
+// watch watches the directories of the patterns and signals on wake when
+// a file is created, renamed or removed in them, until ctx is done; then it
+// closes done. It only shortens the wait: polling and re-scanning find
+// everything anyway, so a watcher that cannot be set up is logged and done
+// without.
+func (t *Tailer) watch(ctx context.Context) (wake <-chan struct{}, done <-chan struct{}) {
+	wakec, donec := make(chan struct{}, 1), make(chan struct{})
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.log.Warn("no file-system events; polling only", "err", err)
+		close(donec)
+		return wakec, donec
+	}
+	dirs := map[string]bool{}
+	for _, p := range t.patterns {
+		dir := filepath.Dir(p)
+		if dirs[dir] || hasMeta(dir) {
+			continue
+		}
+		dirs[dir] = true
+		if err := w.Add(dir); err != nil {
+			t.log.Warn("cannot watch directory; polling it", "dir", dir, "err", err)
+		}
+	}
+	go func() {
+		defer close(donec)
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
+					select {
+					case wakec <- struct{}{}:
+					default:
+					}
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+			}
+		}
+	}()
+	return wakec, donec
+}
+
+func hasMeta(path string) bool { return strings.ContainsAny(path, `*?[\`) }
+
+// rescan matches the patterns again and opens the files not open yet. For
+// a pattern that is a plain path it also looks at its rotated copies
+// (path.1, path.1.gz, path-20261121, ...), but reads those only if they are
+// known by fingerprint: they are the rest of a file read before, renamed or
+// compressed while logtally was not looking.
+func (t *Tailer) rescan(ctx context.Context) error {
+	type match struct {
+		path    string
+		sibling bool
+		fi      os.FileInfo
+	}
+	var matches []match
+	seen := map[string]bool{}
+	add := func(paths []string, sibling bool) {
+		for _, p := range paths {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			fi, err := os.Stat(p)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			matches = append(matches, match{p, sibling, fi})
+		}
+	}
+	for _, p := range t.patterns {
+		paths, err := filepath.Glob(p)
+		if err != nil {
+			t.log.Warn("bad pattern", "pattern", p, "err", err)
+			continue
+		}
+		add(paths, false)
+	}
+	for _, p := range t.patterns {
+		if !hasMeta(p) {
+			for _, suffix := range []string{".*", "-*"} {
+				paths, _ := filepath.Glob(p + suffix)
+				add(paths, true)
+			}
+		}
+	}
+	// Oldest first, so a rotated file is finished before its successor.
+	// Modification times are only as fine as the kernel's clock tick, so on
+	// a tie a rotated name (access.log.1) goes before the name it extends.
+	slices.SortStableFunc(matches, func(a, b match) int {
+		if c := a.fi.ModTime().Compare(b.fi.ModTime()); c != 0 {
+			return c
+		}
+		switch {
+		case strings.HasPrefix(a.path, b.path):
+			return -1
+		case strings.HasPrefix(b.path, a.path):
+			return 1
+		}
+		return 0
+	})
+	// Forget finished files that are gone, so done does not grow forever.
+	present := make(map[fileKey]bool, len(matches))
+	for _, m := range matches {
+		present[keyOf(m.fi)] = true
+	}
+	for k := range t.done {
+		if !present[k] {
+			delete(t.done, k)
+		}
+	}
+	for _, m := range matches {
+		key := keyOf(m.fi)
+		if t.isOpen(key) {
+			continue
+		}
+		if d, ok := t.done[key]; ok && d.size == m.fi.Size() && d.mtime.Equal(m.fi.ModTime()) {
+			continue
+		}
+		if err := t.open(m.path, m.sibling, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func keyOf(fi os.FileInfo) fileKey {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileKey{uint64(st.Dev), uint64(st.Ino)}
+	}
+	return fileKey{}
+}
+
+func (t *Tailer) isOpen(key fileKey) bool {
+	for _, fl := range t.files {
+		if fl.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Tailer) open(path string, sibling bool, key fileKey) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			t.log.Warn("open", "path", path, "err", err)
+		}
+		return nil
+	}
+	fl := &file{path: path, f: f, key: key, gz: isGzip(path), sibling: sibling, lastGrow: t.now(),
+		split: splitter{max: t.cfg.MaxLine}}
+	keep, err := t.identify(fl)
+	if err != nil || !keep {
+		t.finish(fl)
+		return err
+	}
+	t.files = append(t.files, fl)
+	return nil
+}
+
+// identify gives fl its identity and start offset once its first line is
+// complete. It reports whether fl is to be followed: not if it is another
+// name of a file already open, or a sibling that was never read before.
+func (t *Tailer) identify(fl *file) (keep bool, err error) {
+	id, err := readID(fl.f, fl.gz)
+	if errors.Is(err, ErrNoFingerprint) {
+		return !fl.sibling && !fl.gz, nil // wait for the first line
+	}
+	if err != nil {
+		t.log.Warn("fingerprint", "path", fl.path, "err", err)
+		return false, nil
+	}
+	for _, o := range t.files {
+		if o != fl && o.id == id {
+			// The same file under two names: read it once. This one is
+			// looked at again on the next re-scan, for the other may be
+			// truncated by then (copytruncate).
+			fl.dup = true
+			return false, nil
+		}
+	}
+	start, known := t.sent[id]
+	stored, ok, err := t.positions(id)
+	if err != nil {
+		return false, fmt.Errorf("position of %s: %w", fl.path, err)
+	}
+	if ok && stored > start {
+		start = stored
+	}
+	if fl.sibling && !known && !ok {
+		return false, nil
+	}
+	if !fl.gz {
+		if fi, err := fl.f.Stat(); err == nil && fi.Size() < start {
+			// Known, yet shorter than what was read of it: the content is
+			// new (a truncated file written again from the same first line).
+			t.log.Warn("file shorter than its position; reading from the start",
+				"path", fl.path, "size", fi.Size(), "position", start)
+			start = 0
+		}
+		if _, err := fl.f.Seek(start, io.SeekStart); err != nil {
+			t.log.Warn("seek", "path", fl.path, "err", err)
+			return false, nil
+		}
+	}
+	fl.id, fl.split = id, splitter{max: t.cfg.MaxLine, off: start}
+	t.log.Debug("following", "path", fl.path, "id", id, "offset", start)
+	return true, nil
+}
+
+// finish closes fl and remembers it as read.
+func (t *Tailer) finish(fl *file) {
+	if fi, err := fl.f.Stat(); err == nil && !fl.dup {
+		t.done[fl.key] = doneState{fi.Size(), fi.ModTime()}
+	}
+	fl.f.Close()
+}
+
+// pollAll reads what is new in every open file.
+func (t *Tailer) pollAll(ctx context.Context) error {
+	kept := t.files[:0]
+	var err error
+	for _, fl := range t.files {
+		var keep bool
+		if err == nil {
+			keep, err = t.poll(ctx, fl)
+		} else {
+			keep = true
+		}
+		if keep {
+			kept = append(kept, fl)
+		} else {
+			t.finish(fl)
+		}
+	}
+	clear(t.files[len(kept):])
+	t.files = kept
+	return err
+}
+
+// poll reads what is new in fl and reports whether to keep following it.
+func (t *Tailer) poll(ctx context.Context, fl *file) (keep bool, err error) {
+	if fl.gz {
+		return false, t.readGzip(ctx, fl)
+	}
+	fi, err := fl.f.Stat()
+	if err != nil {
+		t.log.Warn("stat", "path", fl.path, "err", err)
+		return false, nil
+	}
+	if fl.id != "" && t.truncated(fl, fi.Size()) {
+		t.log.Info("file truncated; reading it from the start", "path", fl.path, "read", fl.split.off)
+		fl.id, fl.split = "", splitter{max: t.cfg.MaxLine}
+	}
+	if fl.id == "" {
+		if keep, err := t.identify(fl); err != nil || !keep {
+			return false, err
+		}
+	}
+	if fl.id != "" {
+		n, err := t.drain(ctx, fl, fl.f)
+		if err != nil {
+			return true, err
+		}
+		if n > 0 {
+			fl.lastGrow = t.now()
+		}
+	}
+	if !fl.moved {
+		pi, err := os.Stat(fl.path)
+		fl.moved = err != nil || !os.SameFile(fi, pi)
+	}
+	removed := false
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 0 {
+		removed = true
+	}
+	if removed || (fl.moved && t.now().Sub(fl.lastGrow) >= t.cfg.IdleGrace) {
+		// Rotated away for good: its last line is as complete as it gets.
+		if fl.id != "" {
+			if _, err := t.drain(ctx, fl, fl.f); err != nil {
+				return true, err
+			}
+			line, skipped := fl.split.flush()
+			if err := t.send(ctx, fl, line, skipped); err != nil {
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// truncated reports whether fl now holds other content than what was read:
+// it is shorter than the read offset, or its first line changed (truncated
+// and written again up to or past the offset between two polls). Reading
+// the first line on every poll costs one small pread.
+func (t *Tailer) truncated(fl *file, size int64) bool {
+	if size < fl.split.off+fl.split.dropped+int64(len(fl.split.carry)) {
+		return true
+	}
+	id, err := readID(fl.f, false)
+	return err == nil && id != fl.id || errors.Is(err, ErrNoFingerprint)
+}
+
+// drain reads r to its end and sends the complete lines. It returns how
+// many bytes it read.
+func (t *Tailer) drain(ctx context.Context, fl *file, r io.Reader) (int64, error) {
+	var total int64
+	for {
+		s := &fl.split
+		buf := make([]byte, len(s.carry), len(s.carry)+followReadSize)
+		copy(buf, s.carry)
+		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		total += int64(n)
+		if n > 0 {
+			lines, skipped := s.cut(buf[:len(buf)+n])
+			if err := t.send(ctx, fl, lines, skipped); err != nil {
+				return total, err
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return total, nil
+		}
+		if err != nil {
+			t.log.Warn("read", "path", fl.path, "err", err)
+			return total, nil
+		}
+	}
+}
+
+func (t *Tailer) send(ctx context.Context, fl *file, data []byte, skipped int) error {
+	if len(data) == 0 && skipped == 0 {
+		return nil
+	}
+	select {
+	case t.out <- Chunk{File: fl.id, Path: fl.path, Data: data, Offset: fl.split.off, Skipped: skipped}:
+		t.sent[fl.id] = fl.split.off
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readGzip reads a compressed file from its position to its end. It does
+// not grow, so it is read once.
+func (t *Tailer) readGzip(ctx context.Context, fl *file) error {
+	if _, err := fl.f.Seek(0, io.SeekStart); err != nil {
+		t.log.Warn("seek", "path", fl.path, "err", err)
+		return nil
+	}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(fl.f, 256<<10))
+	if err != nil {
+		t.log.Warn("gzip", "path", fl.path, "err", err)
+		return nil
+	}
+	defer zr.Close()
+	if _, err := io.CopyN(io.Discard, zr, fl.split.off); err != nil {
+		t.log.Warn("gzip shorter than its position", "path", fl.path, "position", fl.split.off, "err", err)
+		return nil
+	}
+	if _, err := t.drain(ctx, fl, zr); err != nil {
+		return err
+	}
+	line, skipped := fl.split.flush()
+	return t.send(ctx, fl, line, skipped)
+}
