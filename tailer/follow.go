@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +53,18 @@ type Tailer struct {
 	// size and modification time, so a re-scan does not open them again
 	// unless they changed.
 	done map[fileKey]doneState
+
+	rescanNow chan struct{}
+	status    atomic.Pointer[[]FileStatus] // published after every poll
+}
+
+// FileStatus is what Files reports of one open file.
+type FileStatus struct {
+	Path        string
+	Fingerprint string // "" until the file's first line is complete
+	Offset      int64  // bytes sent to the consumer
+	Size        int64
+	State       string // "following", "rotated" (read until idle or removed), "waiting" (no first line yet)
 }
 
 type fileKey struct{ dev, ino uint64 }
@@ -84,7 +97,46 @@ func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, l
 	return &Tailer{
 		cfg: cfg.withDefaults(), patterns: patterns, positions: positions, out: out, log: log,
 		sent: make(map[string]int64), done: make(map[fileKey]doneState),
+		rescanNow: make(chan struct{}, 1),
 	}
+}
+
+// Rescan asks Run to match the paths and globs again now, as SIGHUP does.
+// It never blocks.
+func (t *Tailer) Rescan() {
+	select {
+	case t.rescanNow <- struct{}{}:
+	default:
+	}
+}
+
+// Files returns the open files as of the last poll. Any goroutine may call
+// it; it never waits on Run.
+func (t *Tailer) Files() []FileStatus {
+	if p := t.status.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// publish records the open files for Files.
+func (t *Tailer) publish() {
+	out := make([]FileStatus, 0, len(t.files))
+	for _, fl := range t.files {
+		st := FileStatus{Path: fl.path, Fingerprint: fl.id, State: "following"}
+		if fi, err := fl.f.Stat(); err == nil {
+			st.Size = fi.Size()
+		}
+		switch {
+		case fl.id == "":
+			st.State = "waiting"
+		case fl.moved:
+			st.State = "rotated"
+		}
+		st.Offset = t.sent[fl.id]
+		out = append(out, st)
+	}
+	t.status.Store(&out)
 }
 
 func (t *Tailer) now() time.Time {
@@ -124,6 +176,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 			}
 			return err
 		}
+		t.publish()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -131,6 +184,8 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case <-rescan.C:
 			scan = true
 		case <-wake:
+			scan = true
+		case <-t.rescanNow:
 			scan = true
 		}
 	}

@@ -571,3 +571,50 @@ func BenchmarkRead(b *testing.B) {
 		close(out)
 	}
 }
+
+// TestRescanAndFiles: Rescan (what SIGHUP does) brings in a file whose
+// directory did not exist at start, so no file-system event announces it and
+// timed re-scans are an hour apart; Files then reports it.
+func TestRescanAndFiles(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "later")
+	cfg := testConfig
+	cfg.Rescan = time.Hour
+	s := newSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan Chunk, 4)
+	tl := New(cfg, []string{filepath.Join(sub, "*.log")}, s.positions, out, nil)
+	errc := make(chan error, 1)
+	go func() { errc <- tl.Run(ctx); close(out) }()
+	go func() {
+		for c := range out {
+			s.take(c)
+		}
+	}()
+	defer func() { cancel(); <-errc }()
+	for tl.status.Load() == nil { // the first scan and poll are done
+		time.Sleep(time.Millisecond)
+	}
+
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(sub, "a.log")
+	appendFile(t, path, lines(0, 10))
+	tl.Rescan()
+	s.waitFor(t, 10)
+	s.check(t, lines(0, 10))
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		files := tl.Files()
+		if len(files) == 1 && files[0].Path == path && files[0].State == "following" &&
+			files[0].Fingerprint != "" && files[0].Offset == files[0].Size && files[0].Size > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Files = %+v, want %s following and read to its end", files, path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
