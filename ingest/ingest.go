@@ -49,6 +49,8 @@ type Config struct {
 	Window  *window.Window
 	Store   Committer
 	MaxLine int // longer lines are rejected; tailer.DefaultMaxLine if zero
+	// OnCommit, if set, is told how long each successful commit took.
+	OnCommit func(time.Duration)
 	// NoSamples turns off keeping the last rejected lines.
 	NoSamples bool
 	// PersistWindow stores the live window's per-second state with each
@@ -268,6 +270,7 @@ func (p *Pipeline) commit() error {
 	if p.cfg.PersistWindow {
 		p.batch.SetWindowStart(p.cfg.Window.Start())
 	}
+	began := time.Now()
 	if err := p.cfg.Store.Commit(p.batch); err != nil {
 		if p.lastErr.Load() == nil {
 			p.cfg.Logger.Error("commit failed; reading paused until it succeeds", "err", err)
@@ -277,6 +280,9 @@ func (p *Pipeline) commit() error {
 	}
 	if p.lastErr.Swap(nil) != nil {
 		p.cfg.Logger.Info("commit succeeded again; reading resumed")
+	}
+	if p.cfg.OnCommit != nil {
+		p.cfg.OnCommit(time.Since(began))
 	}
 	p.commits.Add(1)
 	p.lastOK.Store(time.Now().UnixNano())

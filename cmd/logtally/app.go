@@ -12,7 +12,10 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/ingest"
@@ -48,11 +51,16 @@ type Main struct {
 	Store  storage.Config
 	Tailer tailer.Config
 	Ingest ingest.Config // its Format, Store, ... are filled in by Run
+	HTTP   api.HTTPConfig
+	Log    LogConfig
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
 	Stdout io.Writer
 	Stderr io.Writer
 	Logger *slog.Logger
+	// Getenv looks up environment variables for flags; os.LookupEnv unless a
+	// test injects one.
+	Getenv func(string) (string, bool)
 
 	store    *storage.Store
 	win      *window.Window
@@ -62,11 +70,18 @@ type Main struct {
 	cancel   context.CancelFunc
 	readers  sync.WaitGroup // file readers
 	done     chan error     // the pipeline's result
+	tail     *tailer.Tailer
+	tailErr  *atomic.Pointer[error] // why following stopped, if it did
+	started  time.Time
+
+	commitSeconds prometheus.Histogram
+	// wrapStore, if set by a test, stands between ingest and the store.
+	wrapStore func(ingest.Committer) ingest.Committer
 }
 
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
-	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr,
+	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.LookupEnv,
 		Window: window.DefaultConfig(), Rules: window.DefaultRules()}
 }
 
@@ -92,14 +107,33 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Window.RegisterFlags(fs)
 	m.Rules.RegisterFlags(fs)
 	m.Ingest.RegisterFlags(fs)
+	m.Log.RegisterFlags(fs)
+	synopsis := "logtally replay [flags] FILE..."
 	if m.Command == "run" {
 		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
+		m.HTTP.RegisterFlags(fs)
+		synopsis = "logtally run [flags] [FILE...]"
 	}
 	m.Tailer.RegisterFlags(fs, m.Command == "run")
+	fs.Usage = usageFunc(fs, m.Stderr, synopsis)
+	if m.Getenv == nil {
+		m.Getenv = os.LookupEnv
+	}
+	if err := applyEnv(fs, m.Getenv); err != nil {
+		return err
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	m.Files = fs.Args()
+	if _, err := m.Log.Logger(io.Discard); err != nil {
+		return err
+	}
+	if m.Command == "run" {
+		if err := checkFollowed(m.Files); err != nil {
+			return err
+		}
+	}
 	if m.Command == "replay" {
 		if len(m.Files) == 0 {
 			return errors.New("replay: no FILE given")
@@ -116,9 +150,12 @@ func (m *Main) ParseFlags(args []string) error {
 // Run starts the command. For run, it returns once the API is listening and
 // the files are being followed; Close stops them. For replay, it returns
 // when every file has been read and committed.
-func (m *Main) Run(ctx context.Context) error {
+func (m *Main) Run(ctx context.Context) (err error) {
+	m.started = time.Now()
 	if m.Logger == nil {
-		m.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+		if m.Logger, err = m.Log.Logger(m.Stderr); err != nil {
+			return err
+		}
 	}
 	m.Parser.Logger = m.Logger // told once if the format falls back to gonx
 	format, err := m.Parser.Compile()
@@ -145,6 +182,12 @@ func (m *Main) Run(ctx context.Context) error {
 	cfg := m.Ingest
 	cfg.Format, cfg.Rules, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, &m.Rules, m.win, m.store, m.Now, m.Logger
 	cfg.PersistWindow = m.Command == "run"
+	if m.wrapStore != nil {
+		cfg.Store = m.wrapStore(m.store)
+	}
+	m.commitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "logtally_commit_duration_seconds",
+		Help: "Time to commit a batch to the database.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	cfg.OnCommit = func(d time.Duration) { m.commitSeconds.Observe(d.Seconds()) }
 	cfg.MaxLine = m.Tailer.MaxLine
 	m.pipeline = ingest.New(cfg)
 	ctx, m.cancel = context.WithCancel(ctx)
@@ -208,11 +251,13 @@ func (m *Main) run(ctx context.Context) error {
 	chunks := make(chan tailer.Chunk, 64)
 	if len(m.Files) > 0 {
 		t := tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
+		m.tail, m.tailErr = t, new(atomic.Pointer[error])
 		m.readers.Add(1)
 		go func() {
 			defer m.readers.Done()
 			if err := t.Run(ctx); err != nil {
 				m.Logger.Error("following stopped", "err", err)
+				m.tailErr.Store(&err)
 			}
 		}()
 	}
@@ -230,8 +275,8 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	m.listener = ln
 	m.server = &http.Server{
-		Handler: api.New(api.Config{Snapshot: m.win.Current, History: m.store, Ready: m.pipeline.Err,
-			Now: m.Now, Logger: m.Logger}),
+		Handler: api.New(api.Config{Snapshot: m.win.Current, History: m.store, Ready: m.ready,
+			Now: m.Now, Logger: m.Logger, HTTP: m.HTTP, Status: m.status, Metrics: m.registry()}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -308,6 +353,20 @@ func (m *Main) replay(ctx context.Context) error {
 		fmt.Fprintf(m.Stdout, "rejected by reason: %s\n", strings.Join(parts, ", "))
 	}
 	return err
+}
+
+// ready reports why the daemon cannot make progress: commits failing, or
+// the follower stopped.
+func (m *Main) ready() error {
+	if err := m.pipeline.Err(); err != nil {
+		return fmt.Errorf("store not writable: %w", err)
+	}
+	if m.tailErr != nil {
+		if err := m.tailErr.Load(); err != nil {
+			return fmt.Errorf("following stopped: %w", *err)
+		}
+	}
+	return nil
 }
 
 // Addr returns the address the API listens on, once Run has returned.

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -27,27 +25,9 @@ const childEnv = "LOGTALLY_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childEnv); args != "" {
-		os.Exit(child(strings.Fields(args)))
+		os.Exit(runMain(strings.Fields(args)))
 	}
 	os.Exit(m.Run())
-}
-
-func child(args []string) int {
-	m := NewMain()
-	m.Stdout = io.Discard
-	if err := m.ParseFlags(args); err != nil {
-		return 2
-	}
-	if err := m.Run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		m.Close()
-		return 1
-	}
-	if err := m.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 // TestCrashRecoveryIsExact kills a replaying child with SIGKILL at random

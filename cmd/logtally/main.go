@@ -14,27 +14,44 @@ import (
 	"syscall"
 )
 
-func main() {
+func main() { os.Exit(runMain(os.Args[1:])) }
+
+// runMain is the whole program; the tests run it in a child process.
+func runMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	m := NewMain()
-	if err := m.ParseFlags(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
+	if err := m.ParseFlags(args); errors.Is(err, flag.ErrHelp) {
+		return 0
 	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "logtally:", err)
-		os.Exit(2)
+		return 2
 	}
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		fmt.Fprintln(os.Stderr, "logtally:", err)
-		os.Exit(1)
+		return 1
 	}
 	if m.Command == "run" {
-		<-ctx.Done()
+		// SIGHUP re-scans the followed paths and globs; SIGTERM and SIGINT
+		// end ctx, and Close stops reading, commits and shuts down.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		for waiting := true; waiting; {
+			select {
+			case <-hup:
+				m.Rescan()
+			case <-ctx.Done():
+				waiting = false
+			}
+		}
+		signal.Stop(hup)
+		m.Logger.Info("stopping: committing what was read")
 	}
 	if err := m.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "logtally:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

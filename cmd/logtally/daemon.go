@@ -1,0 +1,223 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/logtally/logtally/api"
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; without
+// it, the module version from the build information is used.
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// envName is the environment variable that sets a flag: --max-skew is
+// LOGTALLY_MAX_SKEW.
+func envName(flagName string) string {
+	return "LOGTALLY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag that has an environment variable. It runs before
+// the command line is parsed, so a flag given there wins.
+func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := lookup(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// usageFunc prints a command's flags, each with its default and the
+// environment variable that can set it.
+func usageFunc(fs *flag.FlagSet, w io.Writer, synopsis string) func() {
+	return func() {
+		fmt.Fprintf(w, "Usage: %s\n\nFlags (each can also be set by the environment variable shown):\n", synopsis)
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		sort.Strings(names)
+		for _, n := range names {
+			f := fs.Lookup(n)
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(w, "  --%s %s\n    \t%s", n, name, usage)
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" {
+				fmt.Fprintf(w, " (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(w, "\n    \t$%s\n", envName(n))
+		}
+	}
+}
+
+// LogConfig chooses how the daemon logs.
+type LogConfig struct {
+	Format string // text or json
+	Level  string // debug, info, warn, error
+}
+
+// RegisterFlags registers the logging flags on fs.
+func (c *LogConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Format, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.Level, "log-level", "info", "least severe level logged: debug, info, warn or error")
+}
+
+// Logger returns the configured logger, writing to w.
+func (c LogConfig) Logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.Level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.Format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", c.Format)
+}
+
+// checkFollowed reports a path that run could never read: an unreadable
+// file, a directory, a bad glob, or a missing directory. A file that does
+// not exist yet in an existing directory is fine; it is picked up once it
+// appears.
+func checkFollowed(paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		if strings.ContainsAny(p, `*?[\`) {
+			if _, err := filepath.Glob(p); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			} else if _, err := os.Stat(filepath.Dir(p)); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			}
+			continue
+		}
+		f, err := os.Open(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if _, err := os.Stat(filepath.Dir(p)); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			}
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			fi, err := f.Stat()
+			f.Close()
+			if err == nil && fi.IsDir() {
+				errs = append(errs, fmt.Errorf("%s is a directory", p))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// status gathers /api/v1/status.
+func (m *Main) status() api.Status {
+	p := m.pipeline
+	st := api.Status{
+		Version: buildVersion(), Started: m.started.UTC(), UptimeSeconds: time.Since(m.started).Seconds(),
+		Lines: api.LineStatus{Read: p.Lines(), Parsed: p.Parsed(), Rejected: p.Rejected(),
+			ByReason: p.RejectedBy(), BytesRead: p.BytesRead()},
+		Store: api.StoreStatus{Path: m.Store.Path, State: "ok", Commits: p.Commits(), LastCommit: p.LastCommit().UTC()},
+	}
+	if err := p.Err(); err != nil {
+		st.Store.State, st.Store.Error = "failing", err.Error()
+	}
+	if m.tail != nil {
+		for _, f := range m.tail.Files() {
+			st.Files = append(st.Files, api.FileStatus{Path: f.Path, Fingerprint: f.Fingerprint, Offset: f.Offset,
+				Size: f.Size, LagBytes: max(f.Size-f.Offset, 0), State: f.State})
+		}
+	}
+	for _, s := range p.Samples() {
+		st.Samples = append(st.Samples, api.RejectedSample{Time: s.Time.UTC(), Reason: s.Reason, Line: s.Line})
+	}
+	return st
+}
+
+// registry builds the Prometheus registry behind /metrics. Every metric is
+// read from counters the pipeline keeps anyway, at scrape time, so metrics
+// cost nothing per line.
+func (m *Main) registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	p := m.pipeline
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "logtally_bytes_read_total",
+			Help: "Bytes of log lines read."}, func() float64 { return float64(p.BytesRead()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_visitors",
+			Help: "Distinct visitors in the live window."}, func() float64 { return float64(m.win.Current().Visitors) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_pageviews",
+			Help: "Page views in the live window."}, func() float64 { return float64(m.win.Current().PageViews) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_requests",
+			Help: "Requests in the live window."}, func() float64 { return float64(m.win.Current().Requests) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_store_ready",
+			Help: "1 while commits succeed, 0 while they fail."}, func() float64 {
+			if p.Err() != nil {
+				return 0
+			}
+			return 1
+		}),
+		m.commitSeconds,
+		&linesCollector{m: m},
+	)
+	return reg
+}
+
+var (
+	linesDesc = prometheus.NewDesc("logtally_lines_total", "Log lines read, by result and rejection reason.",
+		[]string{"result", "reason"}, nil)
+	lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
+		[]string{"path"}, nil)
+)
+
+// linesCollector reports the line counters and per-file lag.
+type linesCollector struct{ m *Main }
+
+func (c *linesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- linesDesc; ch <- lagDesc }
+
+func (c *linesCollector) Collect(ch chan<- prometheus.Metric) {
+	p := c.m.pipeline
+	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(p.Parsed()), "parsed", "")
+	for reason, n := range p.RejectedBy() {
+		ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(n), "rejected", reason)
+	}
+	if c.m.tail != nil {
+		for _, f := range c.m.tail.Files() {
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(f.Size-f.Offset, 0)), f.Path)
+		}
+	}
+}
+
+// Rescan matches the followed paths and globs again, as SIGHUP asks.
+func (m *Main) Rescan() {
+	if m.tail != nil {
+		m.Logger.Info("re-scanning followed paths")
+		m.tail.Rescan()
+	}
+}
