@@ -107,12 +107,30 @@ func rollup[K comparable](m map[K]*record, k K, d *counts) {
 	addDense(r, d.visitors)
 }
 
-// addVisitors adds visitor hashes to a minute's sketch. Minute sketches stay
-// sparse, which is compact for the few thousand visitors a minute has.
-func addVisitors(sk *hyperloglog.Sketch, visitors map[uint64]struct{}) {
-	for v := range visitors {
-		sk.InsertHash(v)
+// denseFrom is the number of visitors from which a minute's sketch is kept
+// dense: past it the dense form (8 KiB stored) is no larger than the sparse
+// one, and inserting into the sparse form re-sorts it every few hundred
+// hashes.
+const denseFrom = 2048
+
+// addVisitors adds visitor hashes to a minute's sketch, which has about
+// known visitors already. Small minutes keep a compact sparse sketch.
+func addVisitors(r *record, known int64, visitors map[uint64]struct{}) {
+	if known+int64(len(visitors)) < denseFrom {
+		sk := r.sketch()
+		for v := range visitors {
+			sk.InsertHash(v)
+		}
+		return
 	}
+	dense := hyperloglog.NewNoSparse()
+	for v := range visitors {
+		dense.InsertHash(v)
+	}
+	if r.hll != nil {
+		dense.Merge(r.hll)
+	}
+	r.hll = dense
 }
 
 // addDense adds visitor hashes to an hour's or a day's sketch. Those are
@@ -177,8 +195,8 @@ func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts) error {
 	}
 	r.add(d)
 	if len(d.visitors) > 0 {
-		sk := r.sketch()
-		addVisitors(sk, d.visitors)
+		addVisitors(&r, r.Visitors, d.visitors)
+		sk := r.hll
 		stored := vb.Get(key)
 		if !r.Approximate && (stored != nil || r.Visitors == 0) {
 			set, err := decodeHashes(stored)
