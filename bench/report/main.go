@@ -44,13 +44,16 @@ type spec struct {
 var specs = []spec{
 	{"2", "replay: lines/s ({lines}-line combined log, new DB)", "replay_lines_per_s", "lines/s", ">=", 1_500_000, 0},
 	{"2", "replay: wall time", "replay_secs", "s", "", 0, 2},
+	{"2", "replay: CPU time (user + sys)", "replay_cpu_secs", "s", "", 0, 2},
 	{"2", "replay: peak RSS", "replay_peak_rss_mb", "MB", "", 0, 1},
 	{"2", "replay again: lines read", "replay2_lines", "lines", "==", 0, 0},
 	{"2", "replay again: wall time", "replay2_secs", "s", "", 0, 2},
 	{"3", "GoAccess: lines/s (same file, same format)", "goaccess_lines_per_s", "lines/s", "", 0, 0},
 	{"3", "GoAccess: wall time", "goaccess_secs", "s", "", 0, 2},
+	{"3", "GoAccess: CPU time (user + sys)", "goaccess_cpu_secs", "s", "", 0, 2},
 	{"3", "GoAccess: peak RSS", "goaccess_peak_rss_mb", "MB", "", 0, 1},
 	{"3", "replay speed / GoAccess speed", "ratio_vs_goaccess", "x", ">=", 30, 2},
+	{"3", "GoAccess CPU time / replay CPU time", "ratio_cpu_vs_goaccess", "x", "", 0, 2},
 	{"4", "live: writer rate achieved", "live_rate_achieved", "lines/s", "", 0, 0},
 	{"4", "live: write-to-visible p50", "live_p50_ms", "ms", "", 0, 1},
 	{"4", "live: write-to-visible p99", "live_p99_ms", "ms", "<=", 250, 1},
@@ -73,7 +76,7 @@ var specs = []spec{
 var machine = []struct{ key, label string }{
 	{"date", "date"}, {"mode", "mode"}, {"commit", "commit"}, {"cpu", "CPU"}, {"cores", "cores"},
 	{"mem", "memory"}, {"kernel", "kernel"}, {"go", "Go"}, {"goaccess_version", "GoAccess"},
-	{"wrk_version", "wrk"}, {"load_start", "load average at start"}, {"load_end", "load average at end"},
+	{"wrk_version", "wrk"}, {"daemon_flags", "extra flags of logtally run"}, {"load_start", "load average at start"}, {"load_end", "load average at end"},
 	{"total_secs", "bench/run wall time (s)"},
 }
 
