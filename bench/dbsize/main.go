@@ -18,6 +18,7 @@ import (
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/window"
+	bolt "go.etcd.io/bbolt"
 )
 
 func main() {
@@ -100,5 +101,31 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 	fmt.Printf("dbsize: %d lines, %d paths, %d hosts: %.1f MB (%.2f MB per million lines); %d commits, %.1f ms per commit; %.1fs in all\n",
 		lines, paths, hosts, float64(fi.Size())/1e6, float64(fi.Size())/1e6/(float64(lines)/1e6),
 		commits, float64(commitTime.Milliseconds())/float64(commits), time.Since(began).Seconds())
+
+	// bbolt grows its file in doubling steps (up to 1 GB at a time), so the file
+	// size above moves in jumps; the pages in use say how much of it is data.
+	inUse, err := pagesInUse(db)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("dbsize: %.1f MB of pages in use (%.2f MB per million lines)\n",
+		float64(inUse)/1e6, float64(inUse)/1e6/(float64(lines)/1e6))
 	return nil
+}
+
+// pagesInUse returns the bytes of the file's pages that hold data: the high
+// water mark less the free and pending pages.
+func pagesInUse(path string) (int64, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var size int64
+	err = db.View(func(tx *bolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	st := db.Stats()
+	return size - int64(st.FreePageN+st.PendingPageN)*int64(db.Info().PageSize), err
 }
