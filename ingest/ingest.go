@@ -30,7 +30,7 @@ import (
 const (
 	DefaultFlushInterval   = time.Second
 	DefaultFlushLines      = 50_000
-	DefaultPublishInterval = 250 * time.Millisecond
+	DefaultPublishInterval = 100 * time.Millisecond
 )
 
 // Clock anchors for Config.Anchor.

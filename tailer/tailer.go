@@ -44,7 +44,7 @@ const ChunkSize = 1 << 20
 // Defaults for Config.
 const (
 	// DefaultPollInterval is how often open files are checked for new data.
-	DefaultPollInterval = 200 * time.Millisecond
+	DefaultPollInterval = 50 * time.Millisecond
 	// DefaultRescanInterval is how often the paths and globs are matched
 	// again to find new files, besides on file-system events.
 	DefaultRescanInterval = 3 * time.Second
