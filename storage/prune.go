@@ -42,39 +42,35 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	}
 	total := 0
 	if ok {
-		n, err := s.compactVisitors(minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now)
+		n, err := s.compactVisitors(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now)
 		total += n
 		if err != nil {
 			return total, err
 		}
 	}
 	for _, j := range jobs {
-		for {
-			if err := ctx.Err(); err != nil {
-				return total, err
-			}
-			n, err := s.deleteBefore(j.name, j.end)
-			total += n
-			if err != nil {
-				return total, err
-			}
-			if n < pruneBatch {
-				break
-			}
+		n, err := s.deleteAllBefore(ctx, j.name, j.end, nil)
+		total += n
+		if err != nil {
+			return total, err
 		}
 	}
 	return total, nil
 }
 
-// deleteBefore deletes up to pruneBatch keys before end from a site bucket.
-func (s *Store) deleteBefore(name, end []byte) (int, error) {
+// deleteBefore deletes up to pruneBatch keys before end from a site bucket,
+// passing over those keep says to keep (keep may be nil). Keys are collected
+// first and deleted after, as a bbolt cursor must not see its bucket change.
+func (s *Store) deleteBefore(name, end []byte, keep func(k []byte) bool) (int, error) {
 	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := s.bucket(tx, name)
 		var keys [][]byte
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0 && len(keys) < pruneBatch; k, _ = c.Next() {
-			keys = append(keys, bytes.Clone(k))
+			if keep == nil || !keep(k) {
+				keys = append(keys, bytes.Clone(k))
+			}
 		}
 		for _, k := range keys {
 			if err := b.Delete(k); err != nil {
@@ -94,7 +90,7 @@ const recentWrite = 10 * time.Minute
 
 // compactVisitors drops the exact visitor sets of minutes before end that no
 // commit wrote in the last recentWrite.
-func (s *Store) compactVisitors(end []byte, now time.Time) (int, error) {
+func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) (int, error) {
 	s.mu.Lock()
 	recent := make(map[int64]bool)
 	for m, t := range s.touched {
@@ -105,25 +101,23 @@ func (s *Store) compactVisitors(end []byte, now time.Time) (int, error) {
 		}
 	}
 	s.mu.Unlock()
-	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := s.bucket(tx, bucketVisitors)
-		var keys [][]byte
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.Next() {
-			if !recent[int64(binary.BigEndian.Uint64(k))] {
-				keys = append(keys, bytes.Clone(k))
-			}
+	keep := func(k []byte) bool { return recent[int64(binary.BigEndian.Uint64(k))] }
+	return s.deleteAllBefore(ctx, bucketVisitors, end, keep)
+}
+
+// deleteAllBefore deletes keys before end in transactions of pruneBatch.
+func (s *Store) deleteAllBefore(ctx context.Context, name, end []byte, keep func([]byte) bool) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
 		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
+		n, err := s.deleteBefore(name, end, keep)
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
 		}
-		n = len(keys)
-		return nil
-	})
-	return n, err
+	}
 }
 
 // RunPruner prunes every interval until ctx is done.
