@@ -191,9 +191,7 @@ func (p *Pipeline) apply(r *result) {
 		live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
 		p.batch.Add(h.Hit, h.status, h.bytes, live)
 	}
-	for range r.lines {
-		p.batch.Line()
-	}
+	p.batch.AddLines(r.lines)
 	p.lines.Add(r.lines)
 	p.parsed.Add(parsed)
 	p.bytes.Add(r.size)

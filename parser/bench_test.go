@@ -23,25 +23,14 @@ func benchLines(tb testing.TB) (lines [][]byte, size int) {
 }
 
 // BenchmarkParseCombined measures the compiled scanner; one op is one line.
-func BenchmarkParseCombined(b *testing.B) {
-	f := mustFormat(b, "combined")
-	lines, size := benchLines(b)
-	var r Record
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if err := f.Parse(lines[i%len(lines)], &r); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-}
+func BenchmarkParseCombined(b *testing.B) { benchParse(b, mustFormat(b, "combined")) }
 
 // BenchmarkParseCombinedGonx measures gonx on the same lines, decoded into the
 // same Record: the parser as it was before the scanner, and the fallback.
-func BenchmarkParseCombinedGonx(b *testing.B) {
-	f := gonxOnly(mustFormat(b, "combined"))
+func BenchmarkParseCombinedGonx(b *testing.B) { benchParse(b, gonxOnly(mustFormat(b, "combined"))) }
+
+// benchParse parses the benchmark lines in turn with f.
+func benchParse(b *testing.B, f *Format) {
 	lines, size := benchLines(b)
 	var r Record
 	b.SetBytes(int64(size))

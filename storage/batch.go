@@ -109,8 +109,8 @@ func (b *Batch) Reject(fallback int64) {
 	m.rejected++
 }
 
-// Line counts one line read, whether or not it parsed.
-func (b *Batch) Line() { b.lines++ }
+// AddLines counts n lines read, whether or not they parsed.
+func (b *Batch) AddLines(n int64) { b.lines += int(n) }
 
 // Lines returns how many lines the batch holds.
 func (b *Batch) Lines() int { return b.lines }
