@@ -39,6 +39,12 @@ type pathTable struct {
 	maxB    int32   // bucket with the largest count, or nilID
 	folded  int64   // paths that took over another path's entry, ever
 	changed bool    // counts changed since top was last called
+
+	// The window's refs to the table: refs in all, and stale ones, whose
+	// entry has changed path since. Stale refs only keep the inherited part
+	// of a count sliding; the window merges them when they pile up (see
+	// Window.compactRefs).
+	refs, stale int
 }
 
 const nilID = -1
@@ -47,6 +53,7 @@ type pathEntry struct {
 	path       string
 	own        int64  // page views of path since it took this entry, in the window
 	gen        uint16 // bumped whenever the entry changes path
+	refs       int32  // refs of generation gen held by the window
 	bucket     int32
 	prev, next int32 // neighbours in the bucket
 }
@@ -101,6 +108,8 @@ func (t *pathTable) add(path []byte, n int64) pathRef {
 		e.path = string(path)
 		e.gen++
 		e.own = n
+		t.stale += int(e.refs)
+		e.refs = 0
 		t.index[e.path] = id
 		t.folded++
 		t.setCount(id, t.buckets[e.bucket].count+n)
@@ -123,14 +132,25 @@ func (t *pathTable) add(path []byte, n int64) pathRef {
 	return pathRef{id: uint32(id), gen: e.gen, n: uint16(n)}
 }
 
-// remove takes back the page views that r recorded.
+// keep records that the window holds r, a ref add returned, as a ref of its
+// own rather than merged into one it already held.
+func (t *pathTable) keep(r pathRef) {
+	t.refs++
+	t.entries[r.id].refs++
+}
+
+// remove takes back the page views that r, a ref the window held, recorded.
 func (t *pathTable) remove(r pathRef) {
 	t.changed = true
 	id := int32(r.id)
 	e := &t.entries[id]
 	n := int64(r.n)
+	t.refs--
 	if r.gen == e.gen {
 		e.own -= n
+		e.refs--
+	} else {
+		t.stale--
 	}
 	c := t.buckets[e.bucket].count - n
 	if c > 0 {

@@ -27,7 +27,9 @@ func TestPathTableInvariants(t *testing.T) {
 					refs = refs[:len(refs)-1]
 				} else {
 					path := fmt.Appendf(nil, "/p%d", rng.IntN(2*max+3))
-					refs = append(refs, tab.add(path, int64(1+rng.IntN(3))))
+					r := tab.add(path, int64(1+rng.IntN(3)))
+					tab.keep(r)
+					refs = append(refs, r)
 				}
 				checkTable(t, tab, refs)
 			}
@@ -39,11 +41,19 @@ func checkTable(t *testing.T, tab *pathTable, refs []pathRef) {
 	t.Helper()
 	count := map[int32]int64{}
 	own := map[int32]int64{}
+	live := map[int32]int32{}
+	stale := 0
 	for _, r := range refs {
 		count[int32(r.id)] += int64(r.n)
 		if r.gen == tab.entries[r.id].gen {
 			own[int32(r.id)] += int64(r.n)
+			live[int32(r.id)]++
+		} else {
+			stale++
 		}
+	}
+	if tab.refs != len(refs) || tab.stale != stale {
+		t.Fatalf("table counts %d refs, %d stale; want %d, %d", tab.refs, tab.stale, len(refs), stale)
 	}
 	if tab.len() > tab.max {
 		t.Fatalf("%d paths, max %d", tab.len(), tab.max)
@@ -59,7 +69,7 @@ func checkTable(t *testing.T, tab *pathTable, refs []pathRef) {
 		for id := bk.head; id != nilID; id = tab.entries[id].next {
 			e := tab.entries[id]
 			seen++
-			if e.bucket != b || count[id] != bk.count || own[id] != e.own || tab.index[e.path] != id {
+			if e.bucket != b || count[id] != bk.count || own[id] != e.own || live[id] != e.refs || tab.index[e.path] != id {
 				t.Fatalf("entry %d %+v in bucket count %d: refs count %d own %d", id, e, bk.count, count[id], own[id])
 			}
 		}
@@ -121,5 +131,80 @@ func TestHeavyHitterSurvivesFlood(t *testing.T) {
 	}
 	if w.paths.folded < int64(n/4) {
 		t.Fatalf("only %d paths folded: the flood did not fill the table", w.paths.folded)
+	}
+}
+
+// checkWindow checks the window's path table against the refs its seconds
+// hold, and its visitor bookkeeping against its lists.
+func checkWindow(t *testing.T, w *Window) {
+	t.Helper()
+	var refs []pathRef
+	entries, stale := 0, 0
+	for _, s := range w.slots {
+		refs = append(refs, s.paths...)
+		for _, v := range s.visitors {
+			entries++
+			if w.visitors[v] != s.sec {
+				stale++
+			}
+		}
+	}
+	checkTable(t, w.paths, refs)
+	if w.visitorEntries != entries || w.staleVisitors != stale {
+		t.Fatalf("window counts %d visitor entries, %d stale; want %d, %d", w.visitorEntries, w.staleVisitors, entries, stale)
+	}
+}
+
+// TestFloodKeepsListsBounded floods a window with random paths from few
+// visitors, which makes every page view a new ref and a visitor's new latest
+// second. The lists must stay in proportion to the paths and visitors held,
+// the counts must stay right, and once the flood has left the window the
+// table must be empty.
+func TestFloodKeepsListsBounded(t *testing.T) {
+	n, maxPaths, visitors := 2_000_000, 10_000, 10_000
+	if testing.Short() {
+		n = 300_000
+	}
+	const length = 100
+	w := New(Config{Length: length * time.Second, MaxPaths: maxPaths}, t0)
+	w.minStaleVisitors = 50_000
+	rng := rand.New(rand.NewPCG(5, 5))
+	perSec := n / 300
+	n = perSec * 300 // whole seconds
+	var buf []byte
+	sec := t0.Unix()
+	maxRefs, maxVisitors, compactions := 0, 0, 0
+	for i := range n {
+		if i > 0 && i%perSec == 0 {
+			sec++
+			w.Advance(time.Unix(sec, 0))
+		}
+		after := w.refsAfter
+		buf = fmt.Appendf(buf[:0], "/random/%d", rng.Uint64())
+		w.Add(Hit{Time: sec, PageView: true, Visitor: mix(uint64(i % visitors)), Path: buf})
+		if w.refsAfter != after {
+			compactions++
+		}
+		maxRefs = max(maxRefs, w.paths.refs)
+		maxVisitors = max(maxVisitors, w.visitorEntries)
+	}
+	checkWindow(t, w)
+	s := w.Publish()
+	if want := int64(perSec * length); s.PageViews != want || s.Visitors != int64(visitors) {
+		t.Fatalf("%d page views, %d visitors; want %d, %d", s.PageViews, s.Visitors, want, visitors)
+	}
+	// Bounds: ten blocks and an edge of stale refs per entry, doubled, plus
+	// the live ones; visitors twice over plus the least stale worth a pass.
+	if bound := 2*(11*maxPaths+maxPaths) + perSec; maxRefs > bound || compactions == 0 {
+		t.Errorf("up to %d refs (bound %d) after %d compactions, from %d page views", maxRefs, bound, compactions, n)
+	}
+	if bound := 2*visitors + w.minStaleVisitors + perSec; maxVisitors > bound {
+		t.Errorf("up to %d visitor entries (bound %d)", maxVisitors, bound)
+	}
+	w.Advance(time.Unix(sec+length, 0))
+	checkWindow(t, w)
+	if w.paths.len() != 0 || w.paths.refs != 0 || w.visitorEntries != 0 || len(w.visitors) != 0 {
+		t.Fatalf("after the flood left: %d paths, %d refs, %d visitor entries, %d visitors",
+			w.paths.len(), w.paths.refs, w.visitorEntries, len(w.visitors))
 	}
 }

@@ -32,8 +32,10 @@
 //     say Approximate. When the estimate falls under half the cap, an exact
 //     set is started again; one window later it covers the whole window and
 //     the count is exact again.
-//   - Per second of the window: about 8 bytes per new visitor and 8 per path
-//     with page views in that second; held future hits cost their path's
+//   - Per-second lists: 8 bytes per visitor and per path entry for each
+//     second it had page views in, compacted so that they stay within about
+//     twice the visitors in the window plus ten per path entry, however
+//     many page views (see compactRefs). Held future hits cost their path's
 //     bytes plus 24 bytes each, for at most MaxSkew.
 package window
 
@@ -41,6 +43,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -138,6 +141,17 @@ type Window struct {
 
 	future []future // held hits, one ring slot per second after now
 
+	// Bookkeeping of the per-second lists, which compactVisitors and
+	// compactRefs keep in proportion to what the window really holds.
+	visitorEntries   int // visitors in all slots' lists
+	staleVisitors    int // of those, visitors listed again in a later second
+	visitorsAfter    int // visitorEntries after the last compaction
+	refsAfter        int // the table's refs after the last compaction
+	minStaleVisitors int // least stale visitors worth a compaction
+	minStaleRefs     int // least stale refs worth a compaction
+	merge            []int64
+	touched          []int32
+
 	changed bool // counts or bounds changed since the last Publish
 	current atomic.Pointer[Snapshot]
 }
@@ -187,6 +201,9 @@ func New(cfg Config, now time.Time) *Window {
 		maxVisitors: cfg.MaxVisitors,
 		visitors:    make(map[uint64]int64),
 		future:      make([]future, skew),
+
+		minStaleVisitors: minStaleVisitors,
+		minStaleRefs:     max(cfg.MaxPaths, minStaleRefs),
 	}
 	for s := w.now - n + 1; s <= w.now; s++ {
 		w.slots[w.index(s)].sec = s
@@ -254,8 +271,15 @@ func (w *Window) addVisitor(s *slot, v uint64) {
 		if last, ok := w.visitors[v]; !ok || s.sec > last {
 			w.visitors[v] = s.sec
 			s.visitors = append(s.visitors, v)
-			if !ok && len(w.visitors) > w.maxVisitors {
+			w.visitorEntries++
+			switch {
+			case !ok && len(w.visitors) > w.maxVisitors:
 				w.dropExact()
+			case ok: // its entry in second last is stale now
+				w.staleVisitors++
+				if w.staleVisitors > w.minStaleVisitors && w.visitorEntries > 2*w.visitorsAfter {
+					w.compactVisitors()
+				}
 			}
 		}
 	}
@@ -277,6 +301,113 @@ func (w *Window) dropExact() {
 	for i := range w.slots {
 		w.slots[i].visitors = nil
 	}
+	w.visitorEntries, w.staleVisitors, w.visitorsAfter = 0, 0, 0
+}
+
+// Compaction. A slot lists a visitor when the visitor's latest page view was
+// in its second; a visitor seen again later is listed again, and its older
+// entry goes stale. The same goes for the path refs of an entry that has
+// changed path since (Space-Saving). Stale entries are what would make the
+// lists grow with page views rather than with visitors and paths: a flood of
+// ten million random paths would leave ten million refs, 8 bytes each.
+//
+// So once the stale entries are many (minStaleVisitors, minStaleRefs) and
+// the lists have doubled since the last compaction, they are compacted: a
+// stale visitor is dropped, and the stale refs of one entry within one block
+// of a tenth of the window are merged into one ref at the block's first
+// second. That ref still brings the entry's count down, up to a tenth of the
+// window early; own counts, the ones pages report, only ever come from live
+// refs and stay exact. The doubling keeps the work amortised O(1) per hit,
+// and the lists within about twice: visitors and paths in the window, plus
+// ten refs per path entry.
+const (
+	minStaleVisitors = 1 << 20 // 8 MB of stale entries
+	minStaleRefs     = 1 << 12 // at least; MaxPaths by default
+)
+
+// compactVisitors drops the stale entries of the slots' visitor lists.
+func (w *Window) compactVisitors() {
+	n := 0
+	for i := range w.slots {
+		s := &w.slots[i]
+		kept := s.visitors[:0]
+		for _, v := range s.visitors {
+			if w.visitors[v] == s.sec {
+				kept = append(kept, v)
+			}
+		}
+		s.visitors = shrink(kept)
+		n += len(kept)
+	}
+	w.visitorEntries, w.visitorsAfter, w.staleVisitors = n, n, 0
+}
+
+// compactRefs merges the stale path refs of each entry, block by block.
+func (w *Window) compactRefs() {
+	t := w.paths
+	if len(w.merge) < len(t.entries) {
+		w.merge = make([]int64, len(t.entries))
+	}
+	for i := range t.entries {
+		t.entries[i].refs = 0
+	}
+	t.stale = 0
+	var first *slot
+	flush := func() {
+		for _, id := range w.touched {
+			e := &t.entries[id]
+			for n := w.merge[id]; n > 0; n -= maxRefViews {
+				first.paths = append(first.paths, pathRef{id: uint32(id), gen: e.gen - 1, n: uint16(min(n, maxRefViews))})
+				t.stale++
+			}
+			w.merge[id] = 0
+		}
+		w.touched = w.touched[:0]
+	}
+	block := max(w.length/10, 1)
+	current := int64(-1)
+	for sec := w.Start(); sec <= w.now; sec++ {
+		s := &w.slots[w.index(sec)]
+		if b := (sec - int64(mod(sec, block))) / block; b != current || first == nil {
+			if first != nil {
+				flush()
+			}
+			current, first = b, s
+		}
+		kept := s.paths[:0]
+		for _, r := range s.paths {
+			if e := &t.entries[r.id]; r.gen == e.gen {
+				kept = append(kept, r)
+				e.refs++
+				continue
+			}
+			if w.merge[r.id] == 0 {
+				w.touched = append(w.touched, int32(r.id))
+			}
+			w.merge[r.id] += int64(r.n)
+		}
+		s.paths = kept
+	}
+	flush()
+	t.refs = 0
+	for i := range w.slots {
+		s := &w.slots[i]
+		s.paths = shrink(s.paths)
+		t.refs += len(s.paths)
+	}
+	w.refsAfter = t.refs
+}
+
+// shrink returns s in an array of its own size when most of its array is
+// unused, so that a second that once held many entries does not keep them.
+func shrink[T any](s []T) []T {
+	if cap(s) <= 2*len(s)+64 {
+		return s
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 func (w *Window) addPath(s *slot, path []byte, n int64) {
@@ -289,6 +420,10 @@ func (w *Window) addPath(s *slot, path []byte, n int64) {
 			continue
 		}
 		s.paths = append(s.paths, r)
+		w.paths.keep(r)
+	}
+	if t := w.paths; t.stale > w.minStaleRefs && t.refs > 2*w.refsAfter {
+		w.compactRefs()
 	}
 }
 
@@ -391,8 +526,11 @@ func (w *Window) evict(s *slot) bool {
 	for _, v := range s.visitors {
 		if w.visitors[v] == s.sec {
 			delete(w.visitors, v)
+		} else {
+			w.staleVisitors--
 		}
 	}
+	w.visitorEntries -= len(s.visitors)
 	for _, r := range s.paths {
 		w.paths.remove(r)
 	}

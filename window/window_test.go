@@ -189,6 +189,9 @@ func TestMatchesBruteForce(t *testing.T) {
 			}
 			w := New(Config{Length: time.Duration(length) * time.Second, MaxSkew: time.Duration(skew) * time.Second,
 				MaxPaths: maxPaths, MaxVisitors: maxVisitors}, t0)
+			if seed%2 == 1 { // compact the lists as often as the doubling rule allows
+				w.minStaleRefs, w.minStaleVisitors = 0, 0
+			}
 			m := model{length: length, skew: skew, now: t0.Unix()}
 			for range 3000 {
 				switch r := rng.IntN(100); {
@@ -201,6 +204,7 @@ func TestMatchesBruteForce(t *testing.T) {
 					w.Advance(time.Unix(m.now, 0))
 				case r < 20:
 					m.check(t, w.Publish(), maxPaths, w.paths.folded == 0, maxVisitors)
+					checkWindow(t, w)
 				case r < 22:
 					w.Reject()
 					m.rejected = append(m.rejected, m.now)
