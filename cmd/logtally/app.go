@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -43,7 +44,10 @@ Run 'logtally run -h' or 'logtally replay -h' for the flags.
 type Main struct {
 	Command string // "run" or "replay"
 	Listen  string // API address, for run
-	Files   []string
+	// DebugListen, if set, is where run serves Go's pprof profiles: how to
+	// see where memory and CPU go on a production box.
+	DebugListen string
+	Files       []string
 
 	Parser parser.Config
 	Window window.Config
@@ -67,6 +71,8 @@ type Main struct {
 	pipeline *ingest.Pipeline
 	server   *http.Server
 	listener net.Listener
+	debug    *http.Server
+	debugLn  net.Listener
 	cancel   context.CancelFunc
 	readers  sync.WaitGroup // file readers
 	done     chan error     // the pipeline's result
@@ -111,6 +117,8 @@ func (m *Main) ParseFlags(args []string) error {
 	synopsis := "logtally replay [flags] FILE..."
 	if m.Command == "run" {
 		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
+		fs.StringVar(&m.DebugListen, "debug-listen", "",
+			"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
 		m.HTTP.RegisterFlags(fs)
 		synopsis = "logtally run [flags] [FILE...]"
 	}
@@ -248,7 +256,9 @@ func (m *Main) openWindow() error {
 }
 
 func (m *Main) run(ctx context.Context) error {
-	chunks := make(chan tailer.Chunk, 64)
+	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
+	// without holding much of a backlog in memory.
+	chunks := make(chan tailer.Chunk, 8)
 	if len(m.Files) > 0 {
 		t := tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
 		m.tail, m.tailErr = t, new(atomic.Pointer[error])
@@ -285,6 +295,31 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	go m.server.Serve(ln)
 	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.Store.Path)
+	if m.DebugListen != "" {
+		if err := m.serveDebug(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveDebug serves the pprof profiles on their own listener, apart from
+// the API, so that they are never exposed where the API is.
+func (m *Main) serveDebug() error {
+	ln, err := net.Listen("tcp", m.DebugListen)
+	if err != nil {
+		return fmt.Errorf("--debug-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	m.debugLn = ln
+	m.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
+	go m.debug.Serve(ln)
+	m.Logger.Info("serving profiles", "addr", ln.Addr().String())
 	return nil
 }
 
@@ -372,6 +407,15 @@ func (m *Main) ready() error {
 // Addr returns the address the API listens on, once Run has returned.
 func (m *Main) Addr() string { return m.listener.Addr().String() }
 
+// DebugAddr returns the address the profiles are served on, once Run has
+// returned; empty when they are not served.
+func (m *Main) DebugAddr() string {
+	if m.debugLn == nil {
+		return ""
+	}
+	return m.debugLn.Addr().String()
+}
+
 // Close stops reading, commits what was read, shuts the API down and closes
 // the database. It is safe to call after a failed Run, and more than once.
 func (m *Main) Close() error {
@@ -389,6 +433,10 @@ func (m *Main) Close() error {
 		defer cancel()
 		errs = append(errs, m.server.Shutdown(ctx))
 		m.server = nil
+	}
+	if m.debug != nil {
+		errs = append(errs, m.debug.Close()) // a profile being taken is cut short
+		m.debug = nil
 	}
 	if m.store != nil {
 		errs = append(errs, m.store.Close())

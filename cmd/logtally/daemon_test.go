@@ -182,6 +182,47 @@ func TestMetricsStatusAndReadiness(t *testing.T) {
 	waitFor(t, "readyz to recover", func() bool { code, _ := get(t, m, "/readyz"); return code == 200 })
 }
 
+// TestDebugListen serves the pprof profiles on their own address, and only
+// when asked.
+func TestDebugListen(t *testing.T) {
+	dir := t.TempDir()
+	m := NewMain()
+	m.Stdout, m.Stderr = io.Discard, io.Discard
+	if err := m.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0",
+		"--debug-listen", "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	resp, err := http.Get("http://" + m.DebugAddr() + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "heap profile") {
+		t.Errorf("heap profile: %d %.80s", resp.StatusCode, body)
+	}
+	if code, _ := get(t, m, "/debug/pprof/heap"); code != 404 {
+		t.Errorf("the API answers /debug/pprof/heap with %d, want 404", code)
+	}
+
+	m2 := NewMain()
+	m2.Stdout, m2.Stderr = io.Discard, io.Discard
+	if err := m2.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m2.Close() })
+	if m2.DebugAddr() != "" {
+		t.Errorf("profiles served at %s without --debug-listen", m2.DebugAddr())
+	}
+}
+
 type failingStore struct {
 	ingest.Committer
 	failing *atomic.Bool
