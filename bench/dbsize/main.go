@@ -110,13 +110,41 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 	}
 	fmt.Printf("dbsize: %.1f MB of pages in use (%.2f MB per million lines)\n",
 		float64(inUse)/1e6, float64(inUse)/1e6/(float64(lines)/1e6))
-	return nil
+	return buckets(db)
+}
+
+// buckets prints, per bucket of the default site, its keys, the bytes of
+// its keys and values, and the bytes of the pages it takes: where the size
+// goes.
+func buckets(path string) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error {
+		site := tx.Bucket([]byte("sites")).Bucket([]byte(storage.DefaultSite))
+		return site.ForEachBucket(func(name []byte) error {
+			b := site.Bucket(name)
+			var keys, data int
+			b.ForEach(func(k, v []byte) error {
+				keys++
+				data += len(k) + len(v)
+				return nil
+			})
+			st := b.Stats()
+			pages := st.BranchAlloc + st.LeafAlloc
+			fmt.Printf("dbsize: bucket %-10s %8d keys %9.2f MB data %9.2f MB pages\n", name, keys, float64(data)/1e6, float64(pages)/1e6)
+			return nil
+		})
+	})
 }
 
 // pagesInUse returns the bytes of the file's pages that hold data: the high
 // water mark less the free and pending pages.
 func pagesInUse(path string) (int64, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	// Read-write: a read-only handle does not load the free list.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return 0, err
 	}
