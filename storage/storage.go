@@ -169,6 +169,9 @@ type Store struct {
 
 	mu      sync.Mutex
 	touched map[int64]time.Time // minute -> when a commit last wrote it
+
+	writeMu sync.Mutex // held by Commit for its whole length
+	scratch scratch    // used under writeMu
 }
 
 // Open opens or creates the database at path with the default configuration.
