@@ -2,6 +2,7 @@ package storage
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/logtally/logtally/window"
 )
@@ -31,8 +32,12 @@ type Batch struct {
 	// to maxKeptPaths.
 	ids   map[string]int32
 	names []string
+	epoch uint64    // names this numbering among all batches' (see Store.xlat)
 	spare []*counts // counts emptied by Reset, reused
 }
+
+// epochs hands out Batch.epoch values.
+var epochs atomic.Uint64
 
 // maxKeptPaths is how many path numbers a batch keeps across Reset. Past it
 // Reset forgets them all, so that a flood of random paths holds at most one
@@ -59,6 +64,7 @@ func NewBatch() *Batch {
 		seconds:   make(map[int64]*counts),
 		positions: make(map[string]int64),
 		ids:       make(map[string]int32),
+		epoch:     epochs.Add(1),
 	}
 }
 
@@ -194,6 +200,7 @@ func (b *Batch) Reset() {
 		clear(b.ids)
 		clear(b.names) // let the strings go
 		b.names = b.names[:0]
+		b.epoch = epochs.Add(1)
 	}
 	b.lines, b.last = 0, 0
 	b.lastMinuteC, b.lastSecondC = nil, nil

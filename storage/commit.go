@@ -2,20 +2,19 @@ package storage
 
 import (
 	"bytes"
-
 	"encoding/binary"
 	"fmt"
-	"github.com/axiomhq/hyperloglog"
 	"maps"
 	"slices"
 
+	"github.com/axiomhq/hyperloglog"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Commit writes everything a batch holds in one transaction: minute, hour
-// and day deltas, per-path counts, the live window's seconds and the file
-// positions. On error nothing of the batch is stored and the batch is left
-// as it was, so that it can be committed again.
+// and day deltas, per-path counts (to the path log), the live window's
+// seconds and the file positions. On error nothing of the batch is stored
+// and the batch is left as it was, so that it can be committed again.
 func (s *Store) Commit(b *Batch) error {
 	now := s.cfg.Now()
 	minuteFloor := floorDiv(now.Add(-s.cfg.MinuteRetention).Unix(), 60)
@@ -24,7 +23,6 @@ func (s *Store) Commit(b *Batch) error {
 	if s.cfg.DayRetention > 0 {
 		dayFloor = dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)
 	}
-	hourPathFloor := dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location)
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -32,10 +30,10 @@ func (s *Store) Commit(b *Batch) error {
 	sc.pages.grow(len(b.names))
 	sc.day.grow(len(b.names))
 	defer sc.reset() // after an error, counts may be left in the tallies
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
 		hours := make(map[int64]*record)
 		days := make(map[string]*record)
-		dayPaths := make(map[string]map[string]int64)
+		var dayPaths []dayDelta
 
 		minutes := slices.Sorted(maps.Keys(b.minutes))
 		for i, minute := range minutes {
@@ -49,23 +47,15 @@ func (s *Store) Commit(b *Batch) error {
 				sc.day.add(id, 1)
 			}
 			sc.top = sc.pages.take(b.names, sc.top[:0])
-			if i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.cfg.Location)) != day {
-				if len(sc.day.touched) > 0 {
-					dp := dayPaths[day]
-					if dp == nil {
-						dp = make(map[string]int64, len(sc.day.touched))
-						dayPaths[day] = dp
-					}
-					for _, pc := range sc.day.take(b.names, sc.delta[:0]) {
-						dp[pc.Path] += pc.PageViews
-					}
-				}
+			if len(sc.day.touched) > 0 &&
+				(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.cfg.Location)) != day) {
+				dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
 			}
 			if minute < minuteFloor {
 				continue // its rollups are kept, the minute itself has expired
 			}
 			if err := s.commitMinute(tx, minute, d, sc.top); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		hb := s.bucket(tx, bucketHours)
@@ -74,7 +64,7 @@ func (s *Store) Commit(b *Batch) error {
 				continue
 			}
 			if err := mergeRollup(hb, u64(uint64(hour)), hours[hour]); err != nil {
-				return fmt.Errorf("hour %d: %w", hour, err)
+				return nil, fmt.Errorf("hour %d: %w", hour, err)
 			}
 		}
 		db := s.bucket(tx, bucketDays)
@@ -83,25 +73,32 @@ func (s *Store) Commit(b *Batch) error {
 				continue
 			}
 			if err := mergeRollup(db, []byte(day), days[day]); err != nil {
-				return fmt.Errorf("day %x: %w", day, err)
+				return nil, fmt.Errorf("day %x: %w", day, err)
 			}
 		}
-		if err := s.commitPaths(tx, dayPaths, hourPathFloor); err != nil {
-			return err
-		}
 		if err := s.commitSeconds(tx, b); err != nil {
-			return err
+			return nil, err
+		}
+		ch, err := s.logPaths(tx, b, dayPaths, now)
+		if err != nil {
+			return nil, err
 		}
 		pb := tx.Bucket(bucketPositions)
 		for file, off := range b.positions {
 			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		return ch, nil
 	})
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if s.wantsCompaction() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	s.mu.Lock()
 	for minute := range b.minutes {

@@ -351,6 +351,16 @@ func (t *tally) take(names []string, dst []PageCount) []PageCount {
 	return dst
 }
 
+// takeIDs is take by path number.
+func (t *tally) takeIDs(dst []pathDelta) []pathDelta {
+	for _, id := range t.touched {
+		dst = append(dst, pathDelta{id, t.n[id]})
+		t.n[id] = 0
+	}
+	t.touched = t.touched[:0]
+	return dst
+}
+
 // reset zeroes the tally without reading it.
 func (t *tally) reset() {
 	for _, id := range t.touched {

@@ -440,5 +440,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err := s.decode(b); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("second decode error %v is not ErrCorrupt", err)
 		}
+		if err := decodeLog(b, func([]byte, int64) {}); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("path log decode error %v is not ErrCorrupt", err)
+		}
 	})
 }
