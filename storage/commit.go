@@ -38,7 +38,7 @@ func (s *Store) Commit(b *Batch) error {
 		minutes := slices.Sorted(maps.Keys(b.minutes))
 		for i, minute := range minutes {
 			d := b.minutes[minute]
-			d.prepare()
+			d.prepare(sc)
 			day := string(dayKey(unixMinute(minute), s.cfg.Location))
 			rollup(hours, floorDiv(minute, 60), d)
 			rollup(days, day, d)
@@ -248,7 +248,7 @@ func (s *Store) commitSeconds(tx *bolt.Tx, b *Batch) error {
 			continue
 		}
 		d := b.seconds[sec]
-		d.prepare()
+		d.prepare(sc)
 		for _, id := range d.views {
 			sc.pages.add(id, 1)
 		}

@@ -373,7 +373,9 @@ func (t *tally) reset() {
 // holder of Store.writeMu uses it.
 type scratch struct {
 	pages, day tally
-	top, delta []PageCount
+	top        []PageCount
+	buckets    []int32  // sortHashes
+	hashes     []uint64 // sortHashes
 }
 
 func (sc *scratch) reset() {

@@ -445,3 +445,32 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestSortHashes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var sc scratch
+	tests := []struct {
+		name string
+		gen  func() uint64
+		n    int
+	}{
+		{"few", rng.Uint64, 100},
+		{"uniform", rng.Uint64, 5000},
+		{"repeats", func() uint64 { return rng.Uint64N(300) * 0x9e3779b97f4a7c15 }, 5000},
+		{"skewed", func() uint64 { return rng.Uint64N(1 << 20) }, 5000}, // all in the first bucket
+		{"extremes", func() uint64 { return []uint64{0, math.MaxUint64}[rng.IntN(2)] }, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := make([]uint64, tt.n)
+			for i := range got {
+				got[i] = tt.gen()
+			}
+			want := slices.Sorted(slices.Values(got))
+			sortHashes(got, &sc)
+			if !slices.Equal(got, want) {
+				t.Error("sortHashes disagrees with slices.Sort")
+			}
+		})
+	}
+}
