@@ -90,7 +90,12 @@ type pending struct {
 	slot  map[string]int32
 	names []string
 	shard []uint8 // shardOf(names[i])
-	gen   uint64  // changes when the dictionary is emptied
+	// order lists path numbers by shard, then path: compaction merges a
+	// day's paths shard by shard in that order, and sorting a busy day's
+	// paths again for every compaction would cost more than the merge.
+	// Numbers from len(order) on are not in it yet (sortOrder).
+	order []int32
+	gen   uint64 // changes when the dictionary is emptied
 	days  map[uint32]*pendingDay
 	paths int   // nonzero counts over all days
 	bytes int64 // size of the log values
@@ -140,6 +145,37 @@ func (p *pending) add(day uint32, i int32, n int64) {
 	pd.views[i] += n
 }
 
+// sortOrder brings the paths numbered since the last call into order.
+func (p *pending) sortOrder() {
+	if len(p.order) == len(p.names) {
+		return
+	}
+	byShardPath := func(a, b int32) int {
+		if c := cmp.Compare(p.shard[a], p.shard[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(p.names[a], p.names[b])
+	}
+	fresh := make([]int32, 0, len(p.names)-len(p.order))
+	for i := len(p.order); i < len(p.names); i++ {
+		fresh = append(fresh, int32(i))
+	}
+	slices.SortFunc(fresh, byShardPath)
+	merged := make([]int32, 0, len(p.names))
+	i, j := 0, 0
+	for i < len(p.order) && j < len(fresh) {
+		if byShardPath(p.order[i], fresh[j]) < 0 {
+			merged = append(merged, p.order[i])
+			i++
+		} else {
+			merged = append(merged, fresh[j])
+			j++
+		}
+	}
+	merged = append(merged, p.order[i:]...)
+	p.order = append(merged, fresh[j:]...)
+}
+
 // get returns the pending page views of path number i on the day.
 func (pd *pendingDay) get(i int32) int64 {
 	if pd == nil || i < 0 || int(i) >= len(pd.views) {
@@ -161,7 +197,7 @@ func (p *pending) reset() {
 	if len(p.names) > compactSoftPaths {
 		clear(p.slot)
 		clear(p.names)
-		p.names, p.shard = p.names[:0], p.shard[:0]
+		p.names, p.shard, p.order = p.names[:0], p.shard[:0], p.order[:0]
 		p.gen++
 	}
 }
@@ -601,6 +637,7 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 	}
 	slices.Sort(days)
 	days = slices.Compact(days)
+	s.pending.sortOrder()
 	shards := make([][]pathCount, pathShards)
 	for _, day := range days {
 		if day < floor && day > folded {
@@ -610,26 +647,30 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 			shards[i] = shards[i][:0]
 		}
 		if pd := s.pending.days[day]; pd != nil {
-			for i, n := range pd.views {
-				if n != 0 {
+			for _, i := range s.pending.order { // sorted already
+				if n := pd.get(i); n != 0 {
 					sh := s.pending.shard[i]
 					shards[sh] = append(shards[sh], pathCount{s.pending.names[i], n})
 				}
 			}
 		}
 		if extra != nil {
+			var touched [pathShards]bool
 			for _, d := range extra.days {
 				if d.day == day {
 					for _, pc := range d.paths {
 						name := extra.b.name(pc.id)
 						sh := shardOf(name)
 						shards[sh] = append(shards[sh], pathCount{name, pc.n})
+						touched[sh] = true
 					}
 				}
 			}
-		}
-		for i, sh := range shards {
-			shards[i] = sumSorted(sh)
+			for i, sh := range shards {
+				if touched[i] {
+					shards[i] = sumSorted(sh)
+				}
+			}
 		}
 		if day >= floor {
 			over, err := mergeShards(dpb, counters, binary.BigEndian.AppendUint32(nil, day), shards, s.cfg.MaxDayPaths)
