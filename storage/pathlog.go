@@ -214,6 +214,30 @@ func (p *pending) reset() {
 type daySet struct {
 	hashes map[uint64]struct{}
 	used   uint64 // Store.uses when last used, for eviction
+	// known marks, by number in pending's dictionary (of generation gen),
+	// the paths found admitted already: once admitted a path stays so, and
+	// a busy day's commits mostly bring paths it holds.
+	known []uint64
+	gen   uint64
+}
+
+// knows reports whether path number i is marked admitted.
+func (set *daySet) knows(i int32, gen uint64) bool {
+	return set.gen == gen && i >= 0 && int(i)/64 < len(set.known) && set.known[i/64]&(1<<(i%64)) != 0
+}
+
+// mark marks path number i admitted.
+func (set *daySet) mark(i int32, gen uint64) {
+	if i < 0 {
+		return
+	}
+	if set.gen != gen {
+		set.known, set.gen = set.known[:0], gen
+	}
+	for int(i)/64 >= len(set.known) {
+		set.known = append(set.known, 0)
+	}
+	set.known[i/64] |= 1 << (i % 64)
 }
 
 // logChange is what a transaction did to the log, applied to pending and to
@@ -356,6 +380,7 @@ func (s *Store) applyChange(ch *logChange) {
 		s.pending.reset()
 	} else {
 		for _, d := range ch.days {
+			set := s.sets[d.day]
 			for i, pc := range d.paths {
 				sl := d.slots[i]
 				if sl < 0 {
@@ -369,6 +394,9 @@ func (s *Store) applyChange(ch *logChange) {
 					}
 				}
 				s.pending.add(d.day, sl, pc.n)
+				if set != nil && pc.id != otherID {
+					set.mark(sl, s.pending.gen) // the day admitted it
+				}
 			}
 		}
 		s.pending.bytes += ch.bytes
@@ -540,15 +568,17 @@ func (s *Store) admit(tx *bolt.Tx, counters *bolt.Bucket, b *Batch, day uint32, 
 			other += pc.n
 			continue
 		}
-		if !pd.has(slots[i]) {
+		if sl := slots[i]; !pd.has(sl) && !set.knows(sl, s.pending.gen) {
 			h := maphash.String(s.seed, name)
-			if _, ok := set.hashes[h]; !ok {
+			if _, ok := set.hashes[h]; ok {
+				set.mark(sl, s.pending.gen)
+			} else {
 				if admitted >= limit {
 					other += pc.n
 					continue
 				}
 				admitted++
-				added = append(added, h)
+				added = append(added, h) // marked once committed
 			}
 		}
 		out = append(out, pc)
