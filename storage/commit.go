@@ -261,9 +261,9 @@ func (s *Store) commitSeconds(tx *bolt.Tx, b *Batch) error {
 				return fmt.Errorf("second %d: %w", sec, err)
 			}
 			o.merge(d, sc.top)
-			v = o.encode()
+			v = o.encode(&sc.values)
 		} else {
-			v = encodeSecond(d.requests, d.pageviews, d.visitors, sc.top)
+			v = encodeSecond(&sc.values, d.requests, d.pageviews, d.visitors, sc.top)
 		}
 		if err := sb.Put(key, v); err != nil {
 			return err

@@ -268,16 +268,17 @@ func logKey(day uint32, seq uint64) []byte {
 // appendLog appends a day's page views per path to the log, cut in values
 // of about logValueSize: version; uvarint n; n x (uvarint length, path,
 // uvarint views). It returns the bytes written.
-func appendLog(lb *bolt.Bucket, day uint32, b *Batch, paths []pathDelta) (int64, error) {
+func appendLog(lb *bolt.Bucket, a *arena, day uint32, b *Batch, paths []pathDelta) (int64, error) {
 	lb.FillPercent = 1 // appended in key order
 	var total int64
 	for len(paths) > 0 {
 		size, n := 1+binary.MaxVarintLen64, 0
 		for n < len(paths) && (n == 0 || size < logValueSize) {
-			size += len(b.name(paths[n].id)) + 2*binary.MaxVarintLen64
+			name := b.name(paths[n].id)
+			size += uvarintLen(uint64(len(name))) + len(name) + uvarintLen(uint64(paths[n].n))
 			n++
 		}
-		v := make([]byte, 0, size)
+		v := a.alloc(size)
 		v = append(v, logEncoding)
 		v = binary.AppendUvarint(v, uint64(n))
 		for _, pc := range paths[:n] {
@@ -498,7 +499,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *Batch, days []dayDelta, now time.Time) 
 		if late {
 			lateCounts += len(paths)
 		}
-		n, err := appendLog(lb, d.day, b, paths)
+		n, err := appendLog(lb, &s.scratch.values, d.day, b, paths)
 		if err != nil {
 			return nil, err
 		}

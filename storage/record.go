@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
@@ -84,14 +85,65 @@ func (r *record) mergeTop(paths []PageCount, n int) {
 		r.Top = append(r.Top, paths...)
 	}
 	if len(r.Top) > n {
-		// Select the n largest without sorting every path of the minute.
-		selectTop(r.Top, n)
+		// Select the n first in byViews order without sorting every path
+		// of the minute, and compare paths only among those tied with the
+		// last one in: most of a busy minute's paths have a view or two.
+		last := nthLargest(r.Top, n)
+		above, tied := 0, 0 // r.Top becomes [above last][equal to last][below]
+		for i, pc := range r.Top {
+			if pc.PageViews >= last {
+				r.Top[i], r.Top[tied] = r.Top[tied], pc
+				if pc.PageViews > last {
+					r.Top[tied], r.Top[above] = r.Top[above], r.Top[tied]
+					above++
+				}
+				tied++
+			}
+		}
+		selectTop(r.Top[above:tied], n-above)
 		for _, pc := range r.Top[n:] {
 			r.Other += pc.PageViews
 		}
 		r.Top = slices.Clip(r.Top[:n])
 	}
 	slices.SortFunc(r.Top, byViews)
+}
+
+// nthLargest returns the n-th largest page views in s (1 <= n <= len(s)),
+// by quickselect on a copy of the counts.
+func nthLargest(s []PageCount, n int) int64 {
+	v := make([]int64, len(s))
+	for i, pc := range s {
+		v[i] = pc.PageViews
+	}
+	k := n - 1 // index in descending order
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		pivot := v[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] > pivot {
+				i++
+			}
+			for v[j] < pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }
 
 // byViews orders page counts by page views, then path.
@@ -376,9 +428,36 @@ type scratch struct {
 	top        []PageCount
 	buckets    []int32  // sortHashes
 	hashes     []uint64 // sortHashes
+	values     arena
 }
+
+// arena hands out the values a commit puts, from one buffer that the next
+// commit reuses: bbolt copies values into its pages when the transaction
+// commits, and a live commit puts a few megabytes of them (stored seconds,
+// the path log) that would otherwise be garbage at once.
+type arena struct{ buf []byte }
+
+// alloc returns an empty slice with room for size bytes. It is valid until
+// reset.
+func (a *arena) alloc(size int) []byte {
+	if cap(a.buf)-len(a.buf) < size {
+		// Values handed out keep the old buffer alive until reset.
+		a.buf = make([]byte, 0, max(size, 2*cap(a.buf), 64<<10))
+	}
+	n := len(a.buf)
+	a.buf = a.buf[:n+size]
+	return a.buf[n : n : n+size]
+}
+
+// reset makes the buffer reusable. The transaction that put the values must
+// be over.
+func (a *arena) reset() { a.buf = a.buf[:0] }
 
 func (sc *scratch) reset() {
 	sc.pages.reset()
 	sc.day.reset()
+	sc.values.reset()
 }
+
+// uvarintLen is the length of v as a uvarint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }

@@ -27,12 +27,12 @@ func (v *second) merge(d *counts, paths []PageCount) {
 	}
 }
 
-func (v *second) encode() []byte {
+func (v *second) encode(a *arena) []byte {
 	paths := make([]PageCount, 0, len(v.Paths))
 	for p, n := range v.Paths {
 		paths = append(paths, PageCount{p, n})
 	}
-	return encodeSecond(v.Requests, v.PageViews, v.Visitors, paths)
+	return encodeSecond(a, v.Requests, v.PageViews, v.Visitors, paths)
 }
 
 // encodeSecond lays a second out as: version; uvarint requests, page views;
@@ -40,12 +40,12 @@ func (v *second) encode() []byte {
 // length, path, uvarint views), paths distinct and in no particular order.
 // Sorting the paths of every second would cost more than the rest of its
 // encoding, and nothing reads them in order.
-func encodeSecond(requests, pageviews int64, visitors []uint64, paths []PageCount) []byte {
+func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []PageCount) []byte {
 	size := 1 + 4*binary.MaxVarintLen64 + 8*len(visitors)
 	for _, pc := range paths {
-		size += len(pc.Path) + 2*binary.MaxVarintLen64
+		size += uvarintLen(uint64(len(pc.Path))) + len(pc.Path) + uvarintLen(uint64(pc.PageViews))
 	}
-	b := make([]byte, 0, size)
+	b := a.alloc(size)
 	b = append(b, recordEncoding)
 	b = binary.AppendUvarint(b, uint64(requests))
 	b = binary.AppendUvarint(b, uint64(pageviews))

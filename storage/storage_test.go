@@ -474,3 +474,50 @@ func TestSortHashes(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeTopEqualsFullSort checks the top pages a minute keeps against
+// sorting every path, with few distinct view counts so that ties are many.
+func TestMergeTopEqualsFullSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for round := range 200 {
+		n := 1 + rng.IntN(20)
+		var r record
+		all := make(map[string]int64)
+		var other int64
+		for range 1 + rng.IntN(3) { // merges into the same minute
+			var delta []PageCount
+			for i := range rng.IntN(80) {
+				p := fmt.Sprintf("/%d", rng.IntN(60))
+				if slices.ContainsFunc(delta, func(pc PageCount) bool { return pc.Path == p }) {
+					continue
+				}
+				delta = append(delta, PageCount{p, int64(1 + rng.IntN(1+i%4))})
+			}
+			// What the minute must keep: the n first of everything it
+			// kept and the delta, in byViews order; paths sent to Other
+			// earlier stay there.
+			want := slices.Clone(r.Top)
+			for _, pc := range delta {
+				if j := slices.IndexFunc(want, func(w PageCount) bool { return w.Path == pc.Path }); j >= 0 {
+					want[j].PageViews += pc.PageViews
+				} else {
+					want = append(want, pc)
+				}
+				all[pc.Path] += pc.PageViews
+			}
+			slices.SortFunc(want, byViews)
+			wantOther := other
+			if len(want) > n {
+				for _, pc := range want[n:] {
+					wantOther += pc.PageViews
+				}
+				want = want[:n]
+			}
+			r.mergeTop(delta, n)
+			if !slices.Equal(r.Top, want) || r.Other != wantOther {
+				t.Fatalf("round %d: top %v other %d, want %v other %d", round, r.Top, r.Other, want, wantOther)
+			}
+			other = wantOther
+		}
+	}
+}
