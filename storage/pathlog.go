@@ -37,7 +37,7 @@ import (
 // compaction kept up, or when late lines may reach the all-time cap.
 const (
 	logValueSize     = 16 << 10 // a commit's log for a day is cut in values of about this size
-	compactSoftBytes = 4 << 20
+	compactSoftBytes = 8 << 20
 	compactHardBytes = 16 << 20
 	// Pending holds at most compactHardPaths (day, path) counts and as many
 	// paths in its dictionary (about 100 bytes each), plus one commit's: a
