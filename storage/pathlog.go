@@ -358,9 +358,9 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 	if err != nil {
 		return err
 	}
+	defer tx.Rollback() // after fn failed or panicked; a no-op once committed
 	ch, err := fn(tx)
 	if err != nil {
-		tx.Rollback()
 		return err
 	}
 	s.pathMu.Lock()

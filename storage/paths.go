@@ -13,13 +13,14 @@ import (
 
 // Per-path counts are kept in shards: the paths of one day (or of all time)
 // are split by a hash of the path into pathShards sorted lists, one bbolt
-// value each. A commit that touches twenty thousand paths then rewrites at
-// most pathShards values by a merge join, instead of seeking to twenty
-// thousand keys twice; that is what keeps a 50,000-line commit fast.
+// value each. A compaction of the path log that touches a hundred thousand
+// paths then rewrites at most pathShards values by a merge join, instead of
+// seeking to a hundred thousand keys twice.
 //
-// All-time totals are not written on every commit. A day's counts are folded
-// into the all-time shards once the day is over (Prune does it); a path's
-// total is its all-time count plus its counts on the days not yet folded.
+// All-time totals are not written on every compaction. A day's counts are
+// folded into the all-time shards once the day is over (Prune does it); a
+// path's total is its all-time count plus its counts on the days not yet
+// folded, plus what the path log holds for it.
 const pathShards = 256
 
 var keyFolded = []byte("folded") // counters: last day folded into all-time totals

@@ -8,6 +8,12 @@
 // in the same bbolt transaction. The access log itself is the durable queue;
 // after any crash, reading resumes at the last committed offset, and nothing
 // is lost or counted twice.
+//
+// Per-path counts are the one thing a commit does not merge in place: it
+// appends them to a path log, which compaction merges into the per-path
+// shards later, in a transaction that deletes what it merged (see
+// pathlog.go). The log is held in memory, summed, for queries, and is
+// bounded: past its bounds a commit compacts it itself.
 package storage
 
 import (
@@ -41,9 +47,13 @@ const DefaultSite = "default"
 //	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
 //	sites/<site>/hours/<hour>       record (unix hour, uint64)
 //	sites/<site>/days/<yyyymmdd>    record (uint32 date in Config.Location)
-//	sites/<site>/paths/<path>       uvarint all-time page views
-//	sites/<site>/daypaths/<yyyymmdd><path>  uvarint page views that day
-//	sites/<site>/counters/<name>    uvarint bookkeeping (distinct paths)
+//	sites/<site>/paths/<shard>      all-time page views of the paths of one of
+//	                                256 hash shards (uint16), sorted by path
+//	sites/<site>/daypaths/<yyyymmdd><shard>  the same for one day
+//	sites/<site>/pathlog/<yyyymmdd><seq>     page views per path of a day, as
+//	                                committed and not yet compacted (seq uint64)
+//	sites/<site>/counters/<name>    bookkeeping: distinct paths per day and
+//	                                all-time (uvarint), last day folded
 //	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
 var (
 	bucketMeta      = []byte("meta")
