@@ -532,3 +532,55 @@ func TestUpgradeFromSchema1(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPathCountsDuringCompaction reads a path's count while commits add 3
+// page views each and compactions run: a reader must never see the log
+// counted twice or not at all.
+func TestPathCountsDuringCompaction(t *testing.T) {
+	s := mustOpen(t, Config{})
+	done := make(chan error)
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			b := NewBatch()
+			for j := range 3 {
+				b.Add(page(int64(i), uint64(j), "/x"), 200, 0, false)
+			}
+			if err := s.Commit(b); err != nil {
+				done <- err
+				return
+			}
+			if i%3 == 0 {
+				if err := s.Compact(context.Background()); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+	}()
+	var last int64
+	for {
+		got, err := s.PathCounts([]string{"/x"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := got[0].Day; n%3 != 0 || n < last || got[0].Total != n {
+			t.Fatalf("read %+v after %d page views: not a whole number of commits", got[0], last)
+		}
+		last = got[0].Day
+		select {
+		case err, ok := <-done:
+			if ok {
+				t.Fatal(err)
+			}
+			if last != 600 {
+				got, _ := s.PathCounts([]string{"/x"}, t0)
+				if got[0].Day != 600 {
+					t.Fatalf("/x = %+v at the end, want 600 page views", got[0])
+				}
+			}
+			return
+		default:
+		}
+	}
+}
