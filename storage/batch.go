@@ -1,12 +1,22 @@
 package storage
 
 import (
+	"math/bits"
+	"slices"
+	"sync/atomic"
+
 	"github.com/logtally/logtally/window"
 )
 
 // Batch gathers the effect of many lines so that they are committed in one
 // transaction, together with the read positions they end at. It is owned by
 // one goroutine.
+//
+// A line costs two appends and one map lookup: each distinct path is given
+// a number once (ids), and a minute or second keeps the number and visitor
+// of each page view in lists. Counting them is left to the commit, which
+// does it with arrays indexed by path number rather than with maps keyed by
+// strings.
 type Batch struct {
 	minutes     map[int64]*counts
 	seconds     map[int64]*counts
@@ -17,7 +27,24 @@ type Batch struct {
 
 	lastMinute, lastSecond   int64 // the most recent map entries, which most lines hit
 	lastMinuteC, lastSecondC *counts
+
+	// ids numbers the paths seen; names[id] is the path. They outlive Reset
+	// so that a busy site's paths are not copied again for every batch, up
+	// to maxKeptPaths.
+	ids   map[string]int32
+	names []string
+	epoch uint64    // names this numbering among all batches' (see Store.xlat)
+	spare []*counts // counts emptied by Reset, reused
 }
+
+// epochs hands out Batch.epoch values.
+var epochs atomic.Uint64
+
+// maxKeptPaths is how many path numbers a batch keeps across Reset: more
+// than a busy site's paths of a day (the default MaxDayPaths), so that its
+// numbering lasts. Past it Reset forgets them all, so that a flood of random
+// paths holds at most maxKeptPaths plus one batch worth of them.
+const maxKeptPaths = 1 << 17
 
 // counts is the delta a batch holds for one minute or one second.
 type counts struct {
@@ -26,12 +53,10 @@ type counts struct {
 	bytes     int64
 	rejected  int64
 	status    [5]int64
-	visitors  map[uint64]struct{}
-	paths     map[string]int64
-}
-
-func newCounts() *counts {
-	return &counts{visitors: make(map[uint64]struct{}), paths: make(map[string]int64)}
+	// visitors holds the visitor of each page view until the commit sorts
+	// it and drops repeats (prepare).
+	visitors []uint64
+	views    []int32 // path number of each page view
 }
 
 // NewBatch returns an empty batch.
@@ -40,6 +65,8 @@ func NewBatch() *Batch {
 		minutes:   make(map[int64]*counts),
 		seconds:   make(map[int64]*counts),
 		positions: make(map[string]int64),
+		ids:       make(map[string]int32),
+		epoch:     epochs.Add(1),
 	}
 }
 
@@ -51,6 +78,15 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+func (b *Batch) newCounts() *counts {
+	if n := len(b.spare); n > 0 {
+		c := b.spare[n-1]
+		b.spare = b.spare[:n-1]
+		return c
+	}
+	return &counts{}
+}
+
 // Add records one parsed line in its own minute. If live is true the line is
 // inside the live window, and it is also kept per second so that the window
 // can be rebuilt exactly after a restart.
@@ -59,27 +95,37 @@ func (b *Batch) Add(h window.Hit, status int, bytes int64, live bool) {
 	m := b.lastMinuteC
 	if m == nil || minute != b.lastMinute {
 		if m = b.minutes[minute]; m == nil {
-			m = newCounts()
+			m = b.newCounts()
 			b.minutes[minute] = m
 		}
 		b.lastMinute, b.lastMinuteC = minute, m
 	}
-	m.hit(h, status, bytes)
+	id := int32(-1)
+	if h.PageView {
+		var ok bool
+		if id, ok = b.ids[string(h.Path)]; !ok {
+			id = int32(len(b.names))
+			p := string(h.Path)
+			b.ids[p] = id
+			b.names = append(b.names, p)
+		}
+	}
+	m.hit(h, status, bytes, id)
 	if live {
 		s := b.lastSecondC
 		if s == nil || h.Time != b.lastSecond {
 			if s = b.seconds[h.Time]; s == nil {
-				s = newCounts()
+				s = b.newCounts()
 				b.seconds[h.Time] = s
 			}
 			b.lastSecond, b.lastSecondC = h.Time, s
 		}
-		s.hit(h, status, bytes)
+		s.hit(h, status, bytes, id)
 	}
 	b.last = max(b.last, h.Time)
 }
 
-func (c *counts) hit(h window.Hit, status int, bytes int64) {
+func (c *counts) hit(h window.Hit, status int, bytes int64, path int32) {
 	c.requests++
 	c.bytes += bytes
 	if status >= 100 && status < 600 {
@@ -87,9 +133,58 @@ func (c *counts) hit(h window.Hit, status int, bytes int64) {
 	}
 	if h.PageView {
 		c.pageviews++
-		c.visitors[h.Visitor] = struct{}{}
-		c.paths[string(h.Path)]++
+		c.visitors = append(c.visitors, h.Visitor)
+		c.views = append(c.views, path)
 	}
+}
+
+// prepare sorts a delta's visitors and drops repeats. It changes nothing a
+// commit stores, so that a batch whose commit failed can be committed again.
+func (c *counts) prepare(sc *scratch) {
+	sortHashes(c.visitors, sc)
+	c.visitors = slices.Compact(c.visitors)
+}
+
+// sortHashes sorts visitor hashes. They are uniform, so one pass that
+// spreads them by their top bits into buckets of about four leaves little
+// for a comparison sort: it is a few times faster than sorting thousands of
+// them by comparison alone, as busy minutes need. Skewed input only makes
+// the buckets, and their sorting, larger.
+func sortHashes(v []uint64, sc *scratch) {
+	if len(v) < 256 {
+		slices.Sort(v)
+		return
+	}
+	width := bits.Len(uint(len(v))) - 2
+	shift := 64 - width
+	if cap(sc.buckets) < 1<<width+1 {
+		sc.buckets = make([]int32, 1<<width+1)
+	}
+	ends := sc.buckets[:1<<width+1]
+	clear(ends)
+	for _, h := range v {
+		ends[h>>shift+1]++
+	}
+	for i := 1; i < len(ends); i++ {
+		ends[i] += ends[i-1]
+	}
+	if cap(sc.hashes) < len(v) {
+		sc.hashes = make([]uint64, len(v))
+	}
+	tmp := sc.hashes[:len(v)]
+	for _, h := range v { // ends[b] moves from the start of bucket b to its end
+		b := h >> shift
+		tmp[ends[b]] = h
+		ends[b]++
+	}
+	start := int32(0)
+	for _, end := range ends[:len(ends)-1] {
+		if end-start > 1 {
+			slices.Sort(tmp[start:end])
+		}
+		start = end
+	}
+	copy(v, tmp)
 }
 
 // Reject counts a line that did not parse, in the minute of the newest line
@@ -103,7 +198,7 @@ func (b *Batch) Reject(fallback int64) {
 	minute := floorDiv(sec, 60)
 	m := b.minutes[minute]
 	if m == nil {
-		m = newCounts()
+		m = b.newCounts()
 		b.minutes[minute] = m
 	}
 	m.rejected++
@@ -125,11 +220,32 @@ func (b *Batch) SetWindowStart(sec int64) { b.windowStart = sec }
 // Empty reports whether committing the batch would change nothing.
 func (b *Batch) Empty() bool { return len(b.minutes) == 0 && len(b.positions) == 0 }
 
+// Reset keeps up to maxSpare emptied counts for the next batch (a
+// 50,000-line live batch spans a few hundred seconds), with lists of at most
+// maxSpareCap entries: at most 6 MiB whatever batches came before.
+const (
+	maxSpare    = 512
+	maxSpareCap = 1024
+)
+
 // Reset empties the batch after a successful commit.
 func (b *Batch) Reset() {
-	clear(b.minutes)
-	clear(b.seconds)
+	for _, m := range []map[int64]*counts{b.minutes, b.seconds} {
+		for _, c := range m {
+			if len(b.spare) < maxSpare && cap(c.visitors) <= maxSpareCap && cap(c.views) <= maxSpareCap {
+				*c = counts{visitors: c.visitors[:0], views: c.views[:0]}
+				b.spare = append(b.spare, c)
+			}
+		}
+		clear(m)
+	}
 	clear(b.positions)
+	if len(b.names) > maxKeptPaths {
+		clear(b.ids)
+		clear(b.names) // let the strings go
+		b.names = b.names[:0]
+		b.epoch = epochs.Add(1)
+	}
 	b.lines, b.last = 0, 0
 	b.lastMinuteC, b.lastSecondC = nil, nil
 }

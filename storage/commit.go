@@ -2,20 +2,19 @@ package storage
 
 import (
 	"bytes"
-
 	"encoding/binary"
 	"fmt"
-	"github.com/axiomhq/hyperloglog"
 	"maps"
 	"slices"
 
+	"github.com/axiomhq/hyperloglog"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Commit writes everything a batch holds in one transaction: minute, hour
-// and day deltas, per-path counts, the live window's seconds and the file
-// positions. On error nothing of the batch is stored and the batch is left
-// as it was, so that it can be committed again.
+// and day deltas, per-path counts (to the path log), the live window's
+// seconds and the file positions. On error nothing of the batch is stored
+// and the batch is left as it was, so that it can be committed again.
 func (s *Store) Commit(b *Batch) error {
 	now := s.cfg.Now()
 	minuteFloor := floorDiv(now.Add(-s.cfg.MinuteRetention).Unix(), 60)
@@ -24,33 +23,39 @@ func (s *Store) Commit(b *Batch) error {
 	if s.cfg.DayRetention > 0 {
 		dayFloor = dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)
 	}
-	hourPathFloor := dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location)
 
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	sc := &s.scratch
+	sc.pages.grow(len(b.names))
+	sc.day.grow(len(b.names))
+	defer sc.reset() // after an error, counts may be left in the tallies
+	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
 		hours := make(map[int64]*record)
 		days := make(map[string]*record)
-		dayPaths := make(map[string]map[string]int64)
+		var dayPaths []dayDelta
 
-		for _, minute := range slices.Sorted(maps.Keys(b.minutes)) {
+		minutes := slices.Sorted(maps.Keys(b.minutes))
+		for i, minute := range minutes {
 			d := b.minutes[minute]
+			d.prepare(sc)
 			day := string(dayKey(unixMinute(minute), s.cfg.Location))
 			rollup(hours, floorDiv(minute, 60), d)
 			rollup(days, day, d)
-			if len(d.paths) > 0 {
-				dp := dayPaths[day]
-				if dp == nil {
-					dp = make(map[string]int64, len(d.paths))
-					dayPaths[day] = dp
-				}
-				for p, n := range d.paths {
-					dp[p] += n
-				}
+			for _, id := range d.views {
+				sc.pages.add(id, 1)
+				sc.day.add(id, 1)
+			}
+			sc.top = sc.pages.take(b.names, sc.top[:0])
+			if len(sc.day.touched) > 0 &&
+				(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.cfg.Location)) != day) {
+				dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
 			}
 			if minute < minuteFloor {
 				continue // its rollups are kept, the minute itself has expired
 			}
-			if err := s.commitMinute(tx, minute, d); err != nil {
-				return err
+			if err := s.commitMinute(tx, minute, d, sc.top); err != nil {
+				return nil, err
 			}
 		}
 		hb := s.bucket(tx, bucketHours)
@@ -59,7 +64,7 @@ func (s *Store) Commit(b *Batch) error {
 				continue
 			}
 			if err := mergeRollup(hb, u64(uint64(hour)), hours[hour]); err != nil {
-				return fmt.Errorf("hour %d: %w", hour, err)
+				return nil, fmt.Errorf("hour %d: %w", hour, err)
 			}
 		}
 		db := s.bucket(tx, bucketDays)
@@ -68,25 +73,32 @@ func (s *Store) Commit(b *Batch) error {
 				continue
 			}
 			if err := mergeRollup(db, []byte(day), days[day]); err != nil {
-				return fmt.Errorf("day %x: %w", day, err)
+				return nil, fmt.Errorf("day %x: %w", day, err)
 			}
 		}
-		if err := s.commitPaths(tx, dayPaths, hourPathFloor); err != nil {
-			return err
-		}
 		if err := s.commitSeconds(tx, b); err != nil {
-			return err
+			return nil, err
+		}
+		ch, err := s.logPaths(tx, b, dayPaths, now)
+		if err != nil {
+			return nil, err
 		}
 		pb := tx.Bucket(bucketPositions)
 		for file, off := range b.positions {
 			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		return ch, nil
 	})
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if s.wantsCompaction() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	s.mu.Lock()
 	for minute := range b.minutes {
@@ -115,16 +127,16 @@ const denseFrom = 2048
 
 // addVisitors adds visitor hashes to a minute's sketch, which has about
 // known visitors already. Small minutes keep a compact sparse sketch.
-func addVisitors(r *record, known int64, visitors map[uint64]struct{}) {
+func addVisitors(r *record, known int64, visitors []uint64) {
 	if known+int64(len(visitors)) < denseFrom {
 		sk := r.sketch()
-		for v := range visitors {
+		for _, v := range visitors {
 			sk.InsertHash(v)
 		}
 		return
 	}
 	dense := hyperloglog.NewNoSparse()
-	for v := range visitors {
+	for _, v := range visitors {
 		dense.InsertHash(v)
 	}
 	if r.hll != nil {
@@ -136,14 +148,14 @@ func addVisitors(r *record, known int64, visitors map[uint64]struct{}) {
 // addDense adds visitor hashes to an hour's or a day's sketch. Those are
 // dense from the start: they are few, they grow past what sparse form holds,
 // and the sparse form re-sorts itself every few hundred inserts.
-func addDense(r *record, visitors map[uint64]struct{}) {
+func addDense(r *record, visitors []uint64) {
 	if len(visitors) == 0 {
 		return
 	}
 	if r.hll == nil {
 		r.hll = hyperloglog.NewNoSparse()
 	}
-	for v := range visitors {
+	for _, v := range visitors {
 		r.hll.InsertHash(v)
 	}
 }
@@ -180,11 +192,11 @@ func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
 	return b.Put(key, v)
 }
 
-// commitMinute merges a delta into its stored minute. The minute's visitor
-// count stays exact while its visitor set is stored; once the set has been
-// compacted away, new visitors can only go into the sketch and the count
-// becomes the sketch's estimate.
-func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts) error {
+// commitMinute merges a delta into its stored minute; top is the delta's page
+// views per path. The minute's visitor count stays exact while its visitor
+// set is stored; once the set has been compacted away, new visitors can only
+// go into the sketch and the count becomes the sketch's estimate.
+func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts, top []PageCount) error {
 	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
 	key := u64(uint64(minute))
 	var r record
@@ -199,17 +211,12 @@ func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts) error {
 		sk := r.hll
 		stored := vb.Get(key)
 		if !r.Approximate && (stored != nil || r.Visitors == 0) {
-			set, err := decodeHashes(stored)
+			set, n, err := mergeHashes(stored, d.visitors)
 			if err != nil {
 				return fmt.Errorf("minute %d: %w", minute, err)
 			}
-			for v := range d.visitors {
-				set = append(set, v)
-			}
-			slices.Sort(set)
-			set = slices.Compact(set)
-			r.Visitors = int64(len(set))
-			if err := vb.Put(key, encodeHashes(set)); err != nil {
+			r.Visitors = int64(n)
+			if err := vb.Put(key, set); err != nil {
 				return err
 			}
 		} else {
@@ -217,7 +224,7 @@ func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts) error {
 			r.Visitors = int64(sk.Estimate())
 		}
 	}
-	r.mergeTop(d.paths, s.cfg.TopPages)
+	r.mergeTop(top, s.cfg.TopPages)
 	v, err := r.encode()
 	if err != nil {
 		return err
@@ -235,19 +242,30 @@ func getUvarint(b []byte) uint64 {
 // seconds that have left the window.
 func (s *Store) commitSeconds(tx *bolt.Tx, b *Batch) error {
 	sb := s.bucket(tx, bucketSeconds)
+	sc := &s.scratch
 	for _, sec := range slices.Sorted(maps.Keys(b.seconds)) {
 		if sec < b.windowStart {
 			continue
 		}
+		d := b.seconds[sec]
+		d.prepare(sc)
+		for _, id := range d.views {
+			sc.pages.add(id, 1)
+		}
+		sc.top = sc.pages.take(b.names, sc.top[:0])
 		key := u64(uint64(sec))
-		var v second
+		var v []byte
 		if old := sb.Get(key); old != nil {
-			if err := v.decode(old); err != nil {
+			var o second
+			if err := o.decode(old); err != nil {
 				return fmt.Errorf("second %d: %w", sec, err)
 			}
+			o.merge(d, sc.top)
+			v = o.encode(&sc.values)
+		} else {
+			v = encodeSecond(&sc.values, d.requests, d.pageviews, d.visitors, sc.top)
 		}
-		v.merge(b.seconds[sec])
-		if err := sb.Put(key, v.encode()); err != nil {
+		if err := sb.Put(key, v); err != nil {
 			return err
 		}
 	}

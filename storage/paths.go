@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -14,13 +13,14 @@ import (
 
 // Per-path counts are kept in shards: the paths of one day (or of all time)
 // are split by a hash of the path into pathShards sorted lists, one bbolt
-// value each. A commit that touches twenty thousand paths then rewrites at
-// most pathShards values by a merge join, instead of seeking to twenty
-// thousand keys twice; that is what keeps a 50,000-line commit fast.
+// value each. A compaction of the path log that touches a hundred thousand
+// paths then rewrites at most pathShards values by a merge join, instead of
+// seeking to a hundred thousand keys twice.
 //
-// All-time totals are not written on every commit. A day's counts are folded
-// into the all-time shards once the day is over (Prune does it); a path's
-// total is its all-time count plus its counts on the days not yet folded.
+// All-time totals are not written on every compaction. A day's counts are
+// folded into the all-time shards once the day is over (Prune does it); a
+// path's total is its all-time count plus its counts on the days not yet
+// folded, plus what the path log holds for it.
 const pathShards = 256
 
 var keyFolded = []byte("folded") // counters: last day folded into all-time totals
@@ -150,14 +150,24 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64,
 }
 
 // addPaths adds page views per path to the shards under prefix, at most
-// limit distinct paths, the rest counted as OtherPath.
-func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, limit int) error {
+// limit distinct paths, the rest counted as OtherPath, which it returns.
+func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, limit int) (int64, error) {
 	shards := make([][]pathCount, pathShards)
 	for p, n := range counts {
 		s := shardOf(p)
 		shards[s] = append(shards[s], pathCount{p, n})
 	}
-	counterKey := append([]byte("paths/"), prefix...)
+	for _, delta := range shards {
+		slices.SortFunc(delta, func(a, b pathCount) int { return cmp.Compare(a.path, b.path) })
+	}
+	return mergeShards(b, counters, prefix, shards, limit)
+}
+
+// mergeShards merges each shard's delta (sorted by path, distinct) into the
+// shards under prefix, at most limit distinct paths, the rest counted as
+// OtherPath, which it returns.
+func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]pathCount, limit int) (int64, error) {
+	counterKey := pathCounterKey(prefix)
 	distinct := getUvarint(counters.Get(counterKey))
 	before := distinct
 	var other int64
@@ -165,23 +175,26 @@ func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, 
 		if len(delta) == 0 {
 			continue
 		}
-		slices.SortFunc(delta, func(a, b pathCount) int { return cmp.Compare(a.path, b.path) })
 		over, err := mergeShard(b, shardKey(prefix, uint16(s)), delta, &distinct, limit)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		other += over
 	}
 	if other > 0 {
 		if _, err := mergeShard(b, shardKey(prefix, shardOf(OtherPath)), []pathCount{{OtherPath, other}}, &distinct, limit); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if distinct != before {
-		return counters.Put(counterKey, binary.AppendUvarint(nil, distinct))
+		return other, counters.Put(counterKey, binary.AppendUvarint(nil, distinct))
 	}
-	return nil
+	return other, nil
 }
+
+// pathCounterKey is the counters key of the number of distinct paths under
+// a shard prefix.
+func pathCounterKey(prefix []byte) []byte { return append([]byte("paths/"), prefix...) }
 
 func shardKey(prefix []byte, shard uint16) []byte {
 	return binary.BigEndian.AppendUint16(bytes.Clone(prefix), shard)
@@ -190,38 +203,23 @@ func shardKey(prefix []byte, shard uint16) []byte {
 // allTimePrefix is the prefix of the all-time shards in the paths bucket.
 var allTimePrefix = []byte{}
 
-// commitPaths adds a batch's page views per path and day. Days already folded
-// into the all-time totals (late lines) are added to those totals too.
-func (s *Store) commitPaths(tx *bolt.Tx, days map[string]map[string]int64, floor []byte) error {
-	counters := s.bucket(tx, bucketCounters)
-	folded := counters.Get(keyFolded)
-	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
-	late := make(map[string]int64)
-	for _, day := range slices.Sorted(maps.Keys(days)) {
-		if day >= string(floor) {
-			if err := addPaths(dpb, counters, []byte(day), days[day], s.cfg.MaxDayPaths); err != nil {
-				return err
-			}
-		}
-		if folded != nil && day <= string(folded) {
-			for p, n := range days[day] {
-				late[p] += n
-			}
-		}
-	}
-	if len(late) > 0 {
-		return addPaths(pb, counters, allTimePrefix, late, s.cfg.MaxPaths)
-	}
-	return nil
-}
-
 // foldDay adds one finished day's path counts to the all-time totals and
-// records it as folded, in one transaction.
+// records it as folded, in one transaction. The path log is compacted first,
+// in the same transaction: once a day is folded, its later page views reach
+// the all-time totals only through compaction, and the log holds none from
+// before.
 func (s *Store) foldDay(day []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	now := s.cfg.Now()
+	return s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
+		ch, err := s.compactTx(tx, now, nil)
+		if err != nil {
+			return nil, err
+		}
 		counters := s.bucket(tx, bucketCounters)
 		if f := counters.Get(keyFolded); f != nil && bytes.Compare(day, f) <= 0 {
-			return nil
+			return ch, nil
 		}
 		dpb := s.bucket(tx, bucketDayPaths)
 		counts := make(map[string]int64)
@@ -229,34 +227,37 @@ func (s *Store) foldDay(day []byte) error {
 		for k, v := c.Seek(day); k != nil && bytes.HasPrefix(k, day); k, v = c.Next() {
 			entries, err := decodeShard(v)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, e := range entries {
 				counts[e.path] += e.n
 			}
 		}
-		if err := addPaths(s.bucket(tx, bucketPaths), counters, allTimePrefix, counts, s.cfg.MaxPaths); err != nil {
-			return err
+		if _, err := addPaths(s.bucket(tx, bucketPaths), counters, allTimePrefix, counts, s.cfg.MaxPaths); err != nil {
+			return nil, err
 		}
-		return counters.Put(keyFolded, bytes.Clone(day))
+		return ch, counters.Put(keyFolded, bytes.Clone(day))
 	})
 }
 
-// foldDays folds every stored day before today that is not folded yet.
+// foldDays folds every day before today that is not folded yet, stored in
+// the shards or still in the path log.
 func (s *Store) foldDays(today []byte) error {
 	var days [][]byte
 	err := s.db.View(func(tx *bolt.Tx) error {
 		folded := s.bucket(tx, bucketCounters).Get(keyFolded)
-		c := s.bucket(tx, bucketDayPaths).Cursor()
-		var last []byte
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			day := k[:4]
-			if bytes.Compare(day, today) >= 0 {
-				break
-			}
-			if (folded == nil || bytes.Compare(day, folded) > 0) && !bytes.Equal(day, last) {
-				last = bytes.Clone(day)
-				days = append(days, last)
+		seen := make(map[string]bool)
+		for _, name := range [][]byte{bucketDayPaths, bucketPathLog} {
+			c := s.bucket(tx, name).Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Seek(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(k[:4])+1)) {
+				day := k[:4]
+				if bytes.Compare(day, today) >= 0 {
+					break
+				}
+				if (folded == nil || bytes.Compare(day, folded) > 0) && !seen[string(day)] {
+					seen[string(day)] = true
+					days = append(days, bytes.Clone(day))
+				}
 			}
 		}
 		return nil
@@ -264,6 +265,7 @@ func (s *Store) foldDays(today []byte) error {
 	if err != nil {
 		return err
 	}
+	slices.SortFunc(days, bytes.Compare)
 	for _, d := range days {
 		if err := s.foldDay(d); err != nil {
 			return err

@@ -14,11 +14,12 @@ import (
 // that pruning never holds the write lock for long.
 const pruneBatch = 1000
 
-// Prune deletes expired data in small transactions: minutes past the minute
-// retention, hours and per-day path counts past the hour retention, days past
-// the day retention, and the exact visitor sets of minutes further than
-// ExactVisitorsSpan behind the newest minute. It returns how many keys it
-// deleted.
+// Prune compacts the path log, folds finished days into the all-time path
+// totals, and deletes expired data in small transactions: minutes past the
+// minute retention, hours and per-day path counts past the hour retention,
+// days past the day retention, and the exact visitor sets of minutes further
+// than ExactVisitorsSpan behind the newest minute. It returns how many keys
+// it deleted.
 func (s *Store) Prune(ctx context.Context) (int, error) {
 	now := s.cfg.Now()
 	type job struct {
@@ -32,6 +33,9 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	}
 	if s.cfg.DayRetention > 0 {
 		jobs = append(jobs, job{bucketDays, dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)})
+	}
+	if err := s.Compact(ctx); err != nil {
+		return 0, err
 	}
 	if err := s.foldDays(dayKey(now, s.cfg.Location)); err != nil {
 		return 0, err
@@ -120,7 +124,8 @@ func (s *Store) deleteAllBefore(ctx context.Context, name, end []byte, keep func
 	}
 }
 
-// RunPruner prunes every interval until ctx is done.
+// RunPruner prunes every interval until ctx is done, and compacts the path
+// log whenever a commit finds it has grown past its soft bounds.
 func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -130,10 +135,17 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 		} else if n > 0 {
 			log.Debug("pruned", "keys", n)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.wake:
+				if err := s.Compact(ctx); err != nil && ctx.Err() == nil {
+					log.Warn("compact", "err", err)
+				}
+			case <-t.C:
+				waiting = false
+			}
 		}
 	}
 }

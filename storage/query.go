@@ -220,43 +220,71 @@ type PathCount struct {
 }
 
 // PathCounts returns the stored page views of each path on the day that
-// contains day (in the store's zone), and all-time.
+// contains day (in the store's zone), and all-time: the shards plus what the
+// path log holds for them.
 func (s *Store) PathCounts(paths []string, day time.Time) ([]PathCount, error) {
 	out := make([]PathCount, len(paths))
 	dk := dayKey(day, s.cfg.Location)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
-		folded := s.bucket(tx, bucketCounters).Get(keyFolded)
-		// Days not folded into the all-time shards yet; usually today alone.
-		var unfolded [][]byte
-		c := dpb.Cursor()
-		start := []byte{}
-		if folded != nil {
-			start = binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(folded)+1)
+	floor := uint32Key(dayKey(s.cfg.Now().Add(-s.cfg.HourRetention), s.cfg.Location))
+	// The transaction is opened under pathMu, so that pending matches the
+	// file it sees; pending is read before pathMu is let go.
+	s.pathMu.RLock()
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		s.pathMu.RUnlock()
+		return nil, err
+	}
+	defer tx.Rollback()
+	folded := uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
+	for i, p := range paths {
+		out[i].Path = p
+		sl := s.pending.lookup(p)
+		if sl < 0 {
+			continue
 		}
-		for k, _ := c.Seek(start); k != nil; k, _ = c.Seek(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(k[:4])+1)) {
-			unfolded = append(unfolded, bytes.Clone(k[:4]))
-		}
-		for i, p := range paths {
-			out[i].Path = p
-			var err error
-			if out[i].Total, err = lookupShard(pb, allTimePrefix, p); err != nil {
-				return err
-			}
-			for _, d := range unfolded {
-				n, err := lookupShard(dpb, d, p)
-				if err != nil {
-					return err
-				}
+		for d, pd := range s.pending.days {
+			n := pd.get(sl)
+			if d >= floor || d <= folded { // as compaction will count it
 				out[i].Total += n
 			}
-			if out[i].Day, err = lookupShard(dpb, dk, p); err != nil {
-				return err
+			if d == uint32Key(dk) && d >= floor {
+				out[i].Day += n
 			}
 		}
-		return nil
-	})
-	return out, err
+	}
+	s.pathMu.RUnlock()
+
+	pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
+	// Days not folded into the all-time shards yet; usually today alone.
+	var unfolded [][]byte
+	c := dpb.Cursor()
+	start := []byte{}
+	if folded != 0 {
+		start = binary.BigEndian.AppendUint32(nil, folded+1)
+	}
+	for k, _ := c.Seek(start); k != nil; k, _ = c.Seek(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(k[:4])+1)) {
+		unfolded = append(unfolded, bytes.Clone(k[:4]))
+	}
+	for i, p := range paths {
+		n, err := lookupShard(pb, allTimePrefix, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Total += n
+		for _, d := range unfolded {
+			n, err := lookupShard(dpb, d, p)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Total += n
+		}
+		n, err = lookupShard(dpb, dk, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Day += n
+	}
+	return out, nil
 }
 
 // WindowSecond is one stored second of the live window.

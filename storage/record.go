@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
@@ -60,33 +61,89 @@ func (r *record) add(d *counts) {
 	}
 }
 
-// mergeTop folds paths into r's top pages, keeping the n most viewed and
-// adding the rest to Other. A path that was folded into Other earlier is not
-// brought back: minute top lists are exact for paths that stay in them.
-func (r *record) mergeTop(paths map[string]int64, n int) {
+// mergeTop folds a minute's page views per path (distinct paths) into r's
+// top pages, keeping the n most viewed and adding the rest to Other. A path
+// that was folded into Other earlier is not brought back: minute top lists
+// are exact for paths that stay in them.
+func (r *record) mergeTop(paths []PageCount, n int) {
 	if len(paths) == 0 {
 		return
 	}
-	known := make(map[string]int, len(r.Top))
-	for i, pc := range r.Top {
-		known[pc.Path] = i
-	}
-	for p, c := range paths {
-		if i, ok := known[p]; ok {
-			r.Top[i].PageViews += c
-		} else {
-			r.Top = append(r.Top, PageCount{Path: p, PageViews: c})
+	if len(r.Top) > 0 {
+		known := make(map[string]int, len(r.Top))
+		for i, pc := range r.Top {
+			known[pc.Path] = i
 		}
+		for _, pc := range paths {
+			if i, ok := known[pc.Path]; ok {
+				r.Top[i].PageViews += pc.PageViews
+			} else {
+				r.Top = append(r.Top, pc)
+			}
+		}
+	} else {
+		r.Top = append(r.Top, paths...)
 	}
 	if len(r.Top) > n {
-		// Select the n largest without sorting every path of the minute.
-		selectTop(r.Top, n)
+		// Select the n first in byViews order without sorting every path
+		// of the minute, and compare paths only among those tied with the
+		// last one in: most of a busy minute's paths have a view or two.
+		last := nthLargest(r.Top, n)
+		above, tied := 0, 0 // r.Top becomes [above last][equal to last][below]
+		for i, pc := range r.Top {
+			if pc.PageViews >= last {
+				r.Top[i], r.Top[tied] = r.Top[tied], pc
+				if pc.PageViews > last {
+					r.Top[tied], r.Top[above] = r.Top[above], r.Top[tied]
+					above++
+				}
+				tied++
+			}
+		}
+		selectTop(r.Top[above:tied], n-above)
 		for _, pc := range r.Top[n:] {
 			r.Other += pc.PageViews
 		}
 		r.Top = slices.Clip(r.Top[:n])
 	}
 	slices.SortFunc(r.Top, byViews)
+}
+
+// nthLargest returns the n-th largest page views in s (1 <= n <= len(s)),
+// by quickselect on a copy of the counts.
+func nthLargest(s []PageCount, n int) int64 {
+	v := make([]int64, len(s))
+	for i, pc := range s {
+		v[i] = pc.PageViews
+	}
+	k := n - 1 // index in descending order
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		pivot := v[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] > pivot {
+				i++
+			}
+			for v[j] < pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }
 
 // byViews orders page counts by page views, then path.
@@ -256,3 +313,151 @@ func decodeHashes(b []byte) ([]uint64, error) {
 	}
 	return out, nil
 }
+
+// mergeHashes merges a sorted, distinct delta into an encoded visitor set,
+// returning the new encoded set and its size. It is a linear merge: a busy
+// minute's set holds thousands of hashes and is rewritten by every commit
+// that reaches the minute.
+func mergeHashes(stored []byte, delta []uint64) ([]byte, int, error) {
+	if len(stored)%8 != 0 {
+		return nil, 0, fmt.Errorf("visitor set: %w", ErrCorrupt)
+	}
+	out := make([]byte, 0, len(stored)+8*len(delta))
+	i, j := 0, 0
+	for i < len(stored) && j < len(delta) {
+		v := binary.BigEndian.Uint64(stored[i:])
+		switch {
+		case v < delta[j]:
+			out = binary.BigEndian.AppendUint64(out, v)
+			i += 8
+		case v > delta[j]:
+			out = binary.BigEndian.AppendUint64(out, delta[j])
+			j++
+		default:
+			out = binary.BigEndian.AppendUint64(out, v)
+			i += 8
+			j++
+		}
+	}
+	out = append(out, stored[i:]...)
+	for _, v := range delta[j:] {
+		out = binary.BigEndian.AppendUint64(out, v)
+	}
+	return out, len(out) / 8, nil
+}
+
+// mergeSorted merges two sorted, distinct lists into a sorted, distinct one.
+func mergeSorted(a, b []uint64) []uint64 {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]uint64, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case a[i] > b[j]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+// tally counts page views by path number in an array. Between uses every
+// count is zero: take reads and zeroes the ones add touched.
+type tally struct {
+	n       []int64
+	touched []int32
+}
+
+// grow makes room for path numbers below size.
+func (t *tally) grow(size int) {
+	if len(t.n) < size {
+		t.n = make([]int64, size+size/4)
+	}
+}
+
+func (t *tally) add(id int32, k int64) {
+	if t.n[id] == 0 {
+		t.touched = append(t.touched, id)
+	}
+	t.n[id] += k
+}
+
+// take appends the counted paths to dst, in the order first counted, and
+// zeroes the tally.
+func (t *tally) take(names []string, dst []PageCount) []PageCount {
+	for _, id := range t.touched {
+		dst = append(dst, PageCount{Path: names[id], PageViews: t.n[id]})
+		t.n[id] = 0
+	}
+	t.touched = t.touched[:0]
+	return dst
+}
+
+// takeIDs is take by path number.
+func (t *tally) takeIDs(dst []pathDelta) []pathDelta {
+	for _, id := range t.touched {
+		dst = append(dst, pathDelta{id, t.n[id]})
+		t.n[id] = 0
+	}
+	t.touched = t.touched[:0]
+	return dst
+}
+
+// reset zeroes the tally without reading it.
+func (t *tally) reset() {
+	for _, id := range t.touched {
+		t.n[id] = 0
+	}
+	t.touched = t.touched[:0]
+}
+
+// scratch is memory the writer reuses from one commit to the next. Only the
+// holder of Store.writeMu uses it.
+type scratch struct {
+	pages, day tally
+	top        []PageCount
+	buckets    []int32  // sortHashes
+	hashes     []uint64 // sortHashes
+	values     arena
+}
+
+// arena hands out the values a commit puts, from one buffer that the next
+// commit reuses: bbolt copies values into its pages when the transaction
+// commits, and a live commit puts a few megabytes of them (stored seconds,
+// the path log) that would otherwise be garbage at once.
+type arena struct{ buf []byte }
+
+// alloc returns an empty slice with room for size bytes. It is valid until
+// reset.
+func (a *arena) alloc(size int) []byte {
+	if cap(a.buf)-len(a.buf) < size {
+		// Values handed out keep the old buffer alive until reset.
+		a.buf = make([]byte, 0, max(size, 2*cap(a.buf), 64<<10))
+	}
+	n := len(a.buf)
+	a.buf = a.buf[:n+size]
+	return a.buf[n : n : n+size]
+}
+
+// reset makes the buffer reusable. The transaction that put the values must
+// be over.
+func (a *arena) reset() { a.buf = a.buf[:0] }
+
+func (sc *scratch) reset() {
+	sc.pages.reset()
+	sc.day.reset()
+	sc.values.reset()
+}
+
+// uvarintLen is the length of v as a uvarint.
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }

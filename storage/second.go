@@ -3,8 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
-	"slices"
 )
 
 // second is the stored state of one second of the live window: enough to put
@@ -16,37 +14,50 @@ type second struct {
 	Paths     map[string]int64
 }
 
-func (v *second) merge(d *counts) {
+// merge adds a prepared delta and its page views per path to v.
+func (v *second) merge(d *counts, paths []PageCount) {
 	v.Requests += d.requests
 	v.PageViews += d.pageviews
-	for h := range d.visitors {
-		v.Visitors = append(v.Visitors, h)
-	}
-	slices.Sort(v.Visitors)
-	v.Visitors = slices.Compact(v.Visitors)
+	v.Visitors = mergeSorted(v.Visitors, d.visitors)
 	if v.Paths == nil {
-		v.Paths = make(map[string]int64, len(d.paths))
+		v.Paths = make(map[string]int64, len(paths))
 	}
-	for p, n := range d.paths {
-		v.Paths[p] += n
+	for _, pc := range paths {
+		v.Paths[pc.Path] += pc.PageViews
 	}
 }
 
-// encode: version; uvarint requests, page views; uvarint n, n x uint64
-// visitor; uvarint n, n x (uvarint length, path, uvarint views), sorted.
-func (v *second) encode() []byte {
-	b := []byte{recordEncoding}
-	b = binary.AppendUvarint(b, uint64(v.Requests))
-	b = binary.AppendUvarint(b, uint64(v.PageViews))
-	b = binary.AppendUvarint(b, uint64(len(v.Visitors)))
-	for _, h := range v.Visitors {
+func (v *second) encode(a *arena) []byte {
+	paths := make([]PageCount, 0, len(v.Paths))
+	for p, n := range v.Paths {
+		paths = append(paths, PageCount{p, n})
+	}
+	return encodeSecond(a, v.Requests, v.PageViews, v.Visitors, paths)
+}
+
+// encodeSecond lays a second out as: version; uvarint requests, page views;
+// uvarint n, n x uint64 visitor (sorted, distinct); uvarint n, n x (uvarint
+// length, path, uvarint views), paths distinct and in no particular order.
+// Sorting the paths of every second would cost more than the rest of its
+// encoding, and nothing reads them in order.
+func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []PageCount) []byte {
+	size := 1 + 4*binary.MaxVarintLen64 + 8*len(visitors)
+	for _, pc := range paths {
+		size += uvarintLen(uint64(len(pc.Path))) + len(pc.Path) + uvarintLen(uint64(pc.PageViews))
+	}
+	b := a.alloc(size)
+	b = append(b, recordEncoding)
+	b = binary.AppendUvarint(b, uint64(requests))
+	b = binary.AppendUvarint(b, uint64(pageviews))
+	b = binary.AppendUvarint(b, uint64(len(visitors)))
+	for _, h := range visitors {
 		b = binary.BigEndian.AppendUint64(b, h)
 	}
-	b = binary.AppendUvarint(b, uint64(len(v.Paths)))
-	for _, p := range slices.Sorted(maps.Keys(v.Paths)) {
-		b = binary.AppendUvarint(b, uint64(len(p)))
-		b = append(b, p...)
-		b = binary.AppendUvarint(b, uint64(v.Paths[p]))
+	b = binary.AppendUvarint(b, uint64(len(paths)))
+	for _, pc := range paths {
+		b = binary.AppendUvarint(b, uint64(len(pc.Path)))
+		b = append(b, pc.Path...)
+		b = binary.AppendUvarint(b, uint64(pc.PageViews))
 	}
 	return b
 }

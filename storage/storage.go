@@ -8,6 +8,12 @@
 // in the same bbolt transaction. The access log itself is the durable queue;
 // after any crash, reading resumes at the last committed offset, and nothing
 // is lost or counted twice.
+//
+// Per-path counts are the one thing a commit does not merge in place: it
+// appends them to a path log, which compaction merges into the per-path
+// shards later, in a transaction that deletes what it merged (see
+// pathlog.go). The log is held in memory, summed, for queries, and is
+// bounded: past its bounds a commit compacts it itself.
 package storage
 
 import (
@@ -16,14 +22,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// SchemaVersion is the layout version this code reads and writes.
-const SchemaVersion = 1
+// SchemaVersion is the layout version this code reads and writes. Version 2
+// added the path log; Open upgrades a version 1 file by adding it empty,
+// after which a version 1 program refuses the file rather than miss the
+// page views the log holds.
+const SchemaVersion = 2
 
 // DefaultSite is the site all data belongs to until several sites are served.
 const DefaultSite = "default"
@@ -37,9 +47,13 @@ const DefaultSite = "default"
 //	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
 //	sites/<site>/hours/<hour>       record (unix hour, uint64)
 //	sites/<site>/days/<yyyymmdd>    record (uint32 date in Config.Location)
-//	sites/<site>/paths/<path>       uvarint all-time page views
-//	sites/<site>/daypaths/<yyyymmdd><path>  uvarint page views that day
-//	sites/<site>/counters/<name>    uvarint bookkeeping (distinct paths)
+//	sites/<site>/paths/<shard>      all-time page views of the paths of one of
+//	                                256 hash shards (uint16), sorted by path
+//	sites/<site>/daypaths/<yyyymmdd><shard>  the same for one day
+//	sites/<site>/pathlog/<yyyymmdd><seq>     page views per path of a day, as
+//	                                committed and not yet compacted (seq uint64)
+//	sites/<site>/counters/<name>    bookkeeping: distinct paths per day and
+//	                                all-time (uvarint), last day folded
 //	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
 var (
 	bucketMeta      = []byte("meta")
@@ -53,9 +67,10 @@ var (
 	bucketDayPaths  = []byte("daypaths")
 	bucketCounters  = []byte("counters")
 	bucketSeconds   = []byte("seconds")
+	bucketPathLog   = []byte("pathlog")
 
 	siteBuckets = [][]byte{bucketMinutes, bucketVisitors, bucketHours, bucketDays, bucketPaths,
-		bucketDayPaths, bucketCounters, bucketSeconds}
+		bucketDayPaths, bucketCounters, bucketSeconds, bucketPathLog}
 
 	keySchema = []byte("schema")
 	keySalt   = []byte("salt")
@@ -169,6 +184,28 @@ type Store struct {
 
 	mu      sync.Mutex
 	touched map[int64]time.Time // minute -> when a commit last wrote it
+
+	// writeMu is held by whatever writes counts or the path log (Commit,
+	// compaction, folding) for its whole length: the fields below it are
+	// the writer's.
+	writeMu sync.Mutex
+	scratch scratch
+	sets    map[uint32]*daySet // admission sets of days that may reach their cap
+	uses    uint64             // commits, to evict the least recently used set
+	seed    maphash.Seed       // of the admission sets' hashes
+
+	// pathMu orders readers of pending against a writer's commit: a writer
+	// holds it across the commit of a transaction that changes the path log
+	// and the matching change to pending; a reader holds it (shared) while
+	// it opens its transaction and reads pending.
+	pathMu  sync.RWMutex
+	pending *pending
+	wake    chan struct{} // Commit asks RunPruner for a compaction
+
+	// xlat maps the path numbers of the batch last committed (xlatEpoch)
+	// to pending's (xlatGen). Used under writeMu.
+	xlat               []int32
+	xlatEpoch, xlatGen uint64
 }
 
 // Open opens or creates the database at path with the default configuration.
@@ -184,8 +221,13 @@ func OpenConfig(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
-	s := &Store{cfg: cfg, db: db, site: []byte(DefaultSite), touched: make(map[int64]time.Time)}
+	s := &Store{cfg: cfg, db: db, site: []byte(DefaultSite), touched: make(map[int64]time.Time),
+		sets: make(map[uint32]*daySet), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
 	if err := db.Update(s.init); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	}
+	if err := db.View(s.loadPending); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
@@ -196,7 +238,7 @@ func OpenConfig(cfg Config) (*Store, error) {
 func (s *Store) init(tx *bolt.Tx) error {
 	if meta := tx.Bucket(bucketMeta); meta != nil {
 		v := meta.Get(keySchema)
-		if len(v) != 8 || binary.BigEndian.Uint64(v) != SchemaVersion {
+		if len(v) != 8 || (binary.BigEndian.Uint64(v) != SchemaVersion && binary.BigEndian.Uint64(v) != 1) {
 			return fmt.Errorf("%w: found %x, want %d", ErrSchema, v, SchemaVersion)
 		}
 		salt := meta.Get(keySalt)
@@ -204,8 +246,15 @@ func (s *Store) init(tx *bolt.Tx) error {
 			return fmt.Errorf("salt: %w", ErrCorrupt)
 		}
 		s.salt = binary.BigEndian.Uint64(salt)
-		if tx.Bucket(bucketSites).Bucket(s.site) == nil {
+		site := tx.Bucket(bucketSites).Bucket(s.site)
+		if site == nil {
 			return fmt.Errorf("site %s missing: %w", s.site, ErrCorrupt)
+		}
+		if binary.BigEndian.Uint64(v) == 1 {
+			if _, err := site.CreateBucket(bucketPathLog); err != nil {
+				return err
+			}
+			return meta.Put(keySchema, u64(SchemaVersion))
 		}
 		return nil
 	}

@@ -440,5 +440,84 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err := s.decode(b); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("second decode error %v is not ErrCorrupt", err)
 		}
+		if err := decodeLog(b, func([]byte, int64) {}); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("path log decode error %v is not ErrCorrupt", err)
+		}
 	})
+}
+
+func TestSortHashes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var sc scratch
+	tests := []struct {
+		name string
+		gen  func() uint64
+		n    int
+	}{
+		{"few", rng.Uint64, 100},
+		{"uniform", rng.Uint64, 5000},
+		{"repeats", func() uint64 { return rng.Uint64N(300) * 0x9e3779b97f4a7c15 }, 5000},
+		{"skewed", func() uint64 { return rng.Uint64N(1 << 20) }, 5000}, // all in the first bucket
+		{"extremes", func() uint64 { return []uint64{0, math.MaxUint64}[rng.IntN(2)] }, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := make([]uint64, tt.n)
+			for i := range got {
+				got[i] = tt.gen()
+			}
+			want := slices.Sorted(slices.Values(got))
+			sortHashes(got, &sc)
+			if !slices.Equal(got, want) {
+				t.Error("sortHashes disagrees with slices.Sort")
+			}
+		})
+	}
+}
+
+// TestMergeTopEqualsFullSort checks the top pages a minute keeps against
+// sorting every path, with few distinct view counts so that ties are many.
+func TestMergeTopEqualsFullSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for round := range 200 {
+		n := 1 + rng.IntN(20)
+		var r record
+		all := make(map[string]int64)
+		var other int64
+		for range 1 + rng.IntN(3) { // merges into the same minute
+			var delta []PageCount
+			for i := range rng.IntN(80) {
+				p := fmt.Sprintf("/%d", rng.IntN(60))
+				if slices.ContainsFunc(delta, func(pc PageCount) bool { return pc.Path == p }) {
+					continue
+				}
+				delta = append(delta, PageCount{p, int64(1 + rng.IntN(1+i%4))})
+			}
+			// What the minute must keep: the n first of everything it
+			// kept and the delta, in byViews order; paths sent to Other
+			// earlier stay there.
+			want := slices.Clone(r.Top)
+			for _, pc := range delta {
+				if j := slices.IndexFunc(want, func(w PageCount) bool { return w.Path == pc.Path }); j >= 0 {
+					want[j].PageViews += pc.PageViews
+				} else {
+					want = append(want, pc)
+				}
+				all[pc.Path] += pc.PageViews
+			}
+			slices.SortFunc(want, byViews)
+			wantOther := other
+			if len(want) > n {
+				for _, pc := range want[n:] {
+					wantOther += pc.PageViews
+				}
+				want = want[:n]
+			}
+			r.mergeTop(delta, n)
+			if !slices.Equal(r.Top, want) || r.Other != wantOther {
+				t.Fatalf("round %d: top %v other %d, want %v other %d", round, r.Top, r.Other, want, wantOther)
+			}
+			other = wantOther
+		}
+	}
 }
