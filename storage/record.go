@@ -85,28 +85,33 @@ func (r *record) mergeTop(paths []PageCount, n int) {
 		r.Top = append(r.Top, paths...)
 	}
 	if len(r.Top) > n {
-		// Select the n first in byViews order without sorting every path
-		// of the minute, and compare paths only among those tied with the
-		// last one in: most of a busy minute's paths have a view or two.
-		last := nthLargest(r.Top, n)
-		above, tied := 0, 0 // r.Top becomes [above last][equal to last][below]
-		for i, pc := range r.Top {
-			if pc.PageViews >= last {
-				r.Top[i], r.Top[tied] = r.Top[tied], pc
-				if pc.PageViews > last {
-					r.Top[tied], r.Top[above] = r.Top[above], r.Top[tied]
-					above++
-				}
-				tied++
-			}
-		}
-		selectTop(r.Top[above:tied], n-above)
+		splitTop(r.Top, n)
 		for _, pc := range r.Top[n:] {
 			r.Other += pc.PageViews
 		}
 		r.Top = slices.Clip(r.Top[:n])
 	}
 	slices.SortFunc(r.Top, byViews)
+}
+
+// splitTop reorders s (longer than n) so that its first n elements are the
+// n first in byViews order. It does so without sorting every path, and
+// compares paths only among those tied with the last one in: most of a busy
+// minute's paths have a view or two.
+func splitTop(s []PageCount, n int) {
+	last := nthLargest(s, n)
+	above, tied := 0, 0 // s becomes [above last][equal to last][below]
+	for i, pc := range s {
+		if pc.PageViews >= last {
+			s[i], s[tied] = s[tied], pc
+			if pc.PageViews > last {
+				s[tied], s[above] = s[above], s[tied]
+				above++
+			}
+			tied++
+		}
+	}
+	selectTop(s[above:tied], n-above)
 }
 
 // nthLargest returns the n-th largest page views in s (1 <= n <= len(s)),

@@ -5,8 +5,18 @@ import (
 	"fmt"
 )
 
+// MaxSecondPaths is how many paths a stored second of the live window keeps:
+// the most viewed, with their page views. A second's page views in all are
+// always kept, so that a restart restores requests, page views and visitors
+// exactly; the path counts it restores are exact for every path that was
+// among the MaxSecondPaths most viewed of each second it was viewed in,
+// which is every path while a site serves fewer distinct paths a second.
+// Without the cap, a flood of random paths would store every one of them
+// for as long as the window lasts.
+const MaxSecondPaths = 1000
+
 // second is the stored state of one second of the live window: enough to put
-// it back into a window exactly after a restart.
+// it back into a window exactly after a restart (see MaxSecondPaths).
 type second struct {
 	Requests  int64
 	PageViews int64
@@ -41,6 +51,10 @@ func (v *second) encode(a *arena) []byte {
 // Sorting the paths of every second would cost more than the rest of its
 // encoding, and nothing reads them in order.
 func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []PageCount) []byte {
+	if len(paths) > MaxSecondPaths {
+		splitTop(paths, MaxSecondPaths)
+		paths = paths[:MaxSecondPaths]
+	}
 	size := 1 + 4*binary.MaxVarintLen64 + 8*len(visitors)
 	for _, pc := range paths {
 		size += uvarintLen(uint64(len(pc.Path))) + len(pc.Path) + uvarintLen(uint64(pc.PageViews))

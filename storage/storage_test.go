@@ -323,6 +323,37 @@ func TestSeries(t *testing.T) {
 	}
 }
 
+// TestWindowSecondKeepsTopPaths commits a second with more distinct paths
+// than a stored second keeps, over two commits: the most viewed are kept
+// with exact counts, and the second's totals stay whole.
+func TestWindowSecondKeepsTopPaths(t *testing.T) {
+	s := mustOpen(t, Config{})
+	const extra = 700
+	fill := func(from, to int) func(b *Batch) {
+		return func(b *Batch) {
+			for i := from; i < to; i++ {
+				b.Add(page(0, uint64(i), fmt.Sprintf("/once/%d", i)), 200, 100, true)
+				if i%2 == 0 {
+					b.Add(page(0, uint64(i), "/popular"), 200, 100, true)
+				}
+			}
+		}
+	}
+	commit(t, s, fill(0, MaxSecondPaths))
+	commit(t, s, fill(MaxSecondPaths, MaxSecondPaths+extra))
+	got, err := s.WindowSeconds(0, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := MaxSecondPaths + extra
+	if len(got) != 1 || got[0].PageViews != int64(n+n/2) || len(got[0].Visitors) != n {
+		t.Fatalf("seconds = %d, page views %d, visitors %d; want 1, %d, %d", len(got), got[0].PageViews, len(got[0].Visitors), n+n/2, n)
+	}
+	if p := got[0].Paths; len(p) != MaxSecondPaths || p["/popular"] != int64(n/2) {
+		t.Errorf("%d paths kept, /popular = %d; want %d, %d", len(p), p["/popular"], MaxSecondPaths, n/2)
+	}
+}
+
 func TestWindowSeconds(t *testing.T) {
 	s := mustOpen(t, Config{})
 	commit(t, s, func(b *Batch) {
