@@ -31,12 +31,14 @@ import (
 // which new paths a day admits and which count as OtherPath (Store.admit).
 // So compaction changes no answer, and a pending count is final.
 //
-// Compaction runs when the log passes compactSoftBytes or compactSoftPaths
+// Compaction runs when the log passes about the size of the shards (from
+// compactMinBytes to compactSoftBytes) or compactSoftPaths
 // (Commit wakes RunPruner), on every Prune, before a day is folded, and in
 // the commit's own transaction when the log passes a hard bound because no
 // compaction kept up, or when late lines may reach the all-time cap.
 const (
 	logValueSize     = 16 << 10 // a commit's log for a day is cut in values of about this size
+	compactMinBytes  = 1 << 20
 	compactSoftBytes = 8 << 20
 	compactHardBytes = 16 << 20
 	// Pending holds at most compactHardPaths (day, path) counts and as many
@@ -246,9 +248,11 @@ type logChange struct {
 	b         *Batch
 	days      []resolvedDay
 	bytes     int64
-	compacted bool     // the whole log was compacted: pending restarts empty
-	overflow  []uint32 // days whose shards counted more paths than their admission set
-	newHashes map[uint32][]uint64
+	compacted bool // the whole log was compacted: pending restarts empty
+	// shardBytes is the size of the shards a compaction merged into.
+	shardBytes int64
+	overflow   []uint32 // days whose shards counted more paths than their admission set
+	newHashes  map[uint32][]uint64
 }
 
 // resolvedDay is a day's page views as logged: after admission, with the
@@ -379,6 +383,7 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 func (s *Store) applyChange(ch *logChange) {
 	if ch.compacted {
 		s.pending.reset()
+		s.compactAt = min(max(ch.shardBytes, compactMinBytes), compactSoftBytes)
 	} else {
 		for _, d := range ch.days {
 			set := s.sets[d.day]
@@ -704,12 +709,17 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 			}
 		}
 		if day >= floor {
-			over, err := mergeShards(dpb, counters, binary.BigEndian.AppendUint32(nil, day), shards, s.cfg.MaxDayPaths)
+			prefix := binary.BigEndian.AppendUint32(nil, day)
+			over, err := mergeShards(dpb, counters, prefix, shards, s.cfg.MaxDayPaths)
 			if err != nil {
 				return nil, err
 			}
 			if over > 0 {
 				ch.overflow = append(ch.overflow, day)
+			}
+			c := dpb.Cursor()
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				ch.shardBytes += int64(len(v))
 			}
 		}
 		if day <= folded {
@@ -769,7 +779,12 @@ func (s *Store) Compact(ctx context.Context) error {
 }
 
 // wantsCompaction reports whether the log has grown past its soft bounds.
-// The caller holds writeMu.
+// The bound in bytes follows the size of the shards a compaction rewrites,
+// between compactMinBytes and compactSoftBytes: each compaction then
+// rewrites about as many bytes as the log it merges (its cost per logged
+// byte stays the same), and the log, which takes room in the file until it
+// is merged, stays about as large as the shards, not a fixed 8 MiB that a
+// small site's day would never amortise. The caller holds writeMu.
 func (s *Store) wantsCompaction() bool {
-	return s.pending.bytes >= compactSoftBytes || s.pending.paths >= compactSoftPaths
+	return s.pending.bytes >= max(s.compactAt, compactMinBytes) || s.pending.paths >= compactSoftPaths
 }

@@ -584,3 +584,68 @@ func TestPathCountsDuringCompaction(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionFollowsShardSize runs a small site's day with compaction
+// whenever a commit asks for it, as RunPruner does: the log must be merged
+// once it is about as large as the shards (at least compactMinBytes), not
+// left to grow to compactSoftBytes in the file.
+func TestCompactionFollowsShardSize(t *testing.T) {
+	s := mustOpen(t, Config{})
+	maxLog, compactions := int64(0), 0
+	for c := range 40 {
+		b := NewBatch()
+		for i := range 5000 {
+			b.Add(page(int64(c*600+i%600), uint64(i), fmt.Sprintf("/articles/%d", (c*5000+i)%40_000)), 200, 0, false)
+		}
+		if err := s.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		maxLog = max(maxLog, s.pending.bytes)
+		select {
+		case <-s.wake:
+			compactions++
+			if err := s.Compact(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		default:
+		}
+	}
+	checkPending(t, s)
+	shards := int64(0)
+	s.db.View(func(tx *bolt.Tx) error {
+		return s.bucket(tx, bucketDayPaths).ForEach(func(k, v []byte) error {
+			shards += int64(len(v))
+			return nil
+		})
+	})
+	if compactions < 2 || s.compactAt != max(shards, compactMinBytes) || maxLog > 2*compactMinBytes {
+		t.Errorf("%d compactions; log up to %d bytes, compacted at %d; shards %d bytes", compactions, maxLog, s.compactAt, shards)
+	}
+}
+
+// TestFileGrowsInSmallSteps checks that the file is not padded far past its
+// data, as bbolt would by default (to a power of two up to 16 MiB): at most
+// a step past what the last growth asked for.
+func TestFileGrowsInSmallSteps(t *testing.T) {
+	s := mustOpen(t, Config{})
+	for c := range 8 {
+		b := NewBatch()
+		for i := range 20_000 {
+			b.Add(page(int64(c*3600+i%3600), uint64(c*20_000+i), fmt.Sprintf("/p/%d", i)), 200, 0, false)
+		}
+		if err := s.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp, err := s.Space()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(s.cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.File < 2<<20 || sp.InUse > sp.File || fi.Size() > sp.File+2*allocSize {
+		t.Errorf("file %d bytes, data up to %d, %d in use", fi.Size(), sp.File, sp.InUse)
+	}
+}

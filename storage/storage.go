@@ -201,6 +201,10 @@ type Store struct {
 	pathMu  sync.RWMutex
 	pending *pending
 	wake    chan struct{} // Commit asks RunPruner for a compaction
+	// compactAt is the log size that asks for a compaction: about the size
+	// of the shards the last compaction rewrote (see wantsCompaction).
+	// Used under writeMu.
+	compactAt int64
 
 	// xlat maps the path numbers of the batch last committed (xlatEpoch)
 	// to pending's (xlatGen). Used under writeMu.
@@ -221,6 +225,12 @@ func OpenConfig(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
+	// bbolt grows the file to its whole mapping (a power of two) up to
+	// AllocSize, 16 MiB by default, and by AllocSize past it: a small
+	// site's file would be up to twice its data. Growing by 1 MiB costs a
+	// truncate and a sync per MiB of data, which is nothing next to the
+	// commits that wrote it.
+	db.AllocSize = allocSize
 	s := &Store{cfg: cfg, db: db, site: []byte(DefaultSite), touched: make(map[int64]time.Time),
 		sets: make(map[uint32]*daySet), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
 	if err := db.Update(s.init); err != nil {
@@ -342,4 +352,25 @@ func dayKey(t time.Time, loc *time.Location) []byte {
 func dayStart(k []byte, loc *time.Location) time.Time {
 	v := int(binary.BigEndian.Uint32(k))
 	return time.Date(v/10000, time.Month(v/100%100), v%100, 0, 0, 0, 0, loc)
+}
+
+// allocSize is the step in which the file grows.
+const allocSize = 1 << 20
+
+// Space is how the database file's room is used.
+type Space struct {
+	File  int64 // the data's high-water mark: pages written so far
+	InUse int64 // pages holding data, the rest being free for reuse
+}
+
+// Space reports how the file's room is used.
+func (s *Store) Space() (Space, error) {
+	var sp Space
+	err := s.db.View(func(tx *bolt.Tx) error {
+		sp.File = tx.Size()
+		return nil
+	})
+	st := s.db.Stats()
+	sp.InUse = sp.File - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
+	return sp, err
 }

@@ -10,8 +10,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/logtally/logtally/internal/loggen"
@@ -47,13 +49,26 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 	db := filepath.Join(dir, "logtally.db")
 	// The store's clock follows the log, and the pruner runs as it would
 	// during a live day, so that the file holds what a day leaves behind.
-	var now time.Time
+	var now, pruned time.Time
 	s, err := storage.OpenConfig(storage.Config{Path: db, Location: time.UTC,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	// The daemon's background work: compacting the path log when a commit
+	// asks for it. Pruning runs below, on the log's clock.
+	ctx, cancel := context.WithCancel(context.Background())
+	pruner := make(chan struct{})
+	go func() {
+		defer close(pruner)
+		s.RunPruner(ctx, 24*time.Hour, slog.New(slog.DiscardHandler))
+	}()
+	stopPruner := func() {
+		cancel()
+		<-pruner
+	}
+	defer stopPruner()
 	format, err := parser.New("combined")
 	if err != nil {
 		return err
@@ -83,13 +98,15 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 			}
 			commitTime += time.Since(t)
 			b.Reset()
-			if (i+1)/batchLines%20 == 0 {
+			if now.Sub(pruned) >= time.Minute { // the daemon prunes every minute
+				pruned = now
 				if _, err := s.Prune(context.Background()); err != nil {
 					return err
 				}
 			}
 		}
 	}
+	stopPruner()
 	if err := s.Close(); err != nil {
 		return err
 	}
@@ -102,14 +119,17 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 		lines, paths, hosts, float64(fi.Size())/1e6, float64(fi.Size())/1e6/(float64(lines)/1e6),
 		commits, float64(commitTime.Milliseconds())/float64(commits), time.Since(began).Seconds())
 
-	// bbolt grows its file in doubling steps (up to 1 GB at a time), so the file
-	// size above moves in jumps; the pages in use say how much of it is data.
+	// The file is the data's high-water mark plus up to a growth step; of
+	// that, the pages in use hold data and the rest is free for reuse.
 	inUse, err := pagesInUse(db)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("dbsize: %.1f MB of pages in use (%.2f MB per million lines)\n",
-		float64(inUse)/1e6, float64(inUse)/1e6/(float64(lines)/1e6))
+	perM := func(b int64) float64 { return float64(b) / 1e6 / (float64(lines) / 1e6) }
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		fmt.Printf("dbsize: %.1f MB on disk (%.2f MB per million lines)\n", float64(st.Blocks*512)/1e6, perM(st.Blocks*512))
+	}
+	fmt.Printf("dbsize: %.1f MB of pages in use (%.2f MB per million lines)\n", float64(inUse)/1e6, perM(inUse))
 	return buckets(db)
 }
 
