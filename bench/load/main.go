@@ -73,6 +73,7 @@ type config struct {
 // worker is one connection's share: requests k, k+conns, k+2*conns, ...
 type worker struct {
 	latencies []time.Duration // to the end of the body, see the package comment
+	lastSend  time.Time
 	errors    int
 	late      int // requests the generator sent more than a millisecond late
 }
@@ -116,6 +117,7 @@ func run(c config) ([][2]string, error) {
 						w.late++
 					}
 				}
+				w.lastSend = time.Now()
 				err := cn.get()
 				w.latencies = append(w.latencies, time.Since(from))
 				if err != nil {
@@ -128,7 +130,15 @@ func run(c config) ([][2]string, error) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	// The rate sent: requests over the time from the schedule's start to
+	// the last send, plus one interval (the last request's share).
+	var last time.Time
+	for _, w := range workers {
+		if w.lastSend.After(last) {
+			last = w.lastSend
+		}
+	}
+	elapsed := last.Sub(start) + interval
 
 	var all []time.Duration
 	errors, late := 0, 0
