@@ -107,6 +107,10 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 		}
 	}
 	stopPruner()
+	space, err := s.Space()
+	if err != nil {
+		return err
+	}
 	if err := s.Close(); err != nil {
 		return err
 	}
@@ -121,10 +125,7 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 
 	// The file is the data's high-water mark plus up to a growth step; of
 	// that, the pages in use hold data and the rest is free for reuse.
-	inUse, err := pagesInUse(db)
-	if err != nil {
-		return err
-	}
+	inUse := space.InUse
 	perM := func(b int64) float64 { return float64(b) / 1e6 / (float64(lines) / 1e6) }
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		fmt.Printf("dbsize: %.1f MB on disk (%.2f MB per million lines)\n", float64(st.Blocks*512)/1e6, perM(st.Blocks*512))
@@ -158,22 +159,4 @@ func buckets(path string) error {
 			return nil
 		})
 	})
-}
-
-// pagesInUse returns the bytes of the file's pages that hold data: the high
-// water mark less the free and pending pages.
-func pagesInUse(path string) (int64, error) {
-	// Read-write: a read-only handle does not load the free list.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	var size int64
-	err = db.View(func(tx *bolt.Tx) error {
-		size = tx.Size()
-		return nil
-	})
-	st := db.Stats()
-	return size - int64(st.FreePageN+st.PendingPageN)*int64(db.Info().PageSize), err
 }
