@@ -786,5 +786,5 @@ func (s *Store) Compact(ctx context.Context) error {
 // is merged, stays about as large as the shards, not a fixed 8 MiB that a
 // small site's day would never amortise. The caller holds writeMu.
 func (s *Store) wantsCompaction() bool {
-	return s.pending.bytes >= max(s.compactAt, compactMinBytes) || s.pending.paths >= compactSoftPaths
+	return s.pending.bytes >= s.compactAt || s.pending.paths >= compactSoftPaths
 }

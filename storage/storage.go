@@ -232,7 +232,8 @@ func OpenConfig(cfg Config) (*Store, error) {
 	// commits that wrote it.
 	db.AllocSize = allocSize
 	s := &Store{cfg: cfg, db: db, site: []byte(DefaultSite), touched: make(map[int64]time.Time),
-		sets: make(map[uint32]*daySet), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
+		sets: make(map[uint32]*daySet), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1),
+		compactAt: compactMinBytes}
 	if err := db.Update(s.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
