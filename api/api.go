@@ -16,16 +16,14 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/logtally/logtally"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/logtally/logtally/storage"
-	"github.com/logtally/logtally/window"
 )
 
 // Limits on query parameters.
 const (
 	DefaultPagesLimit = 10
-	MaxPagesLimit     = window.MaxPages
+	MaxPagesLimit     = logtally.MaxPages
 )
 
 // ErrBadRequest is the class of errors caused by a bad query value; the API
@@ -35,7 +33,7 @@ var ErrBadRequest = errors.New("bad request")
 // Config configures the API handler.
 type Config struct {
 	// Snapshot returns the window's latest snapshot; it must not block.
-	Snapshot func() *window.Snapshot
+	Snapshot func() *logtally.Snapshot
 	// History answers the history endpoints; nil disables them.
 	History History
 	// Ready reports why the daemon cannot make progress (for example, the
@@ -51,10 +49,11 @@ type Config struct {
 	Metrics *prometheus.Registry
 }
 
-// History is the stored data the history endpoints read: *storage.Store.
+// History is the stored data the history endpoints read: a storage.Store,
+// or any store that answers the same.
 type History interface {
-	Series(from, to time.Time, step time.Duration) (storage.Series, error)
-	PathCounts(paths []string, day time.Time) ([]storage.PathCount, error)
+	Series(from, to time.Time, step time.Duration) (logtally.Series, error)
+	PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error)
 }
 
 // Server is the API's HTTP handler.
@@ -133,16 +132,10 @@ type Stats struct {
 
 // Pages is the body of GET /api/v1/pages.
 type Pages struct {
-	From          time.Time `json:"from"`
-	To            time.Time `json:"to"`
-	WindowSeconds int64     `json:"window_seconds"`
-	Pages         []Page    `json:"pages"`
-}
-
-// Page is one row of Pages.
-type Page struct {
-	Path      string `json:"path"`
-	PageViews int64  `json:"pageviews"`
+	From          time.Time            `json:"from"`
+	To            time.Time            `json:"to"`
+	WindowSeconds int64                `json:"window_seconds"`
+	Pages         []logtally.PageCount `json:"pages"`
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {

@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logtally/logtally/window"
+	"github.com/logtally/logtally"
 )
 
 func testServer() *Server {
-	snap := &window.Snapshot{
+	snap := &logtally.Snapshot{
 		From: time.Date(2026, 11, 21, 11, 50, 1, 0, time.UTC), To: time.Date(2026, 11, 21, 12, 0, 1, 0, time.UTC),
 		Length: 10 * time.Minute, Requests: 9, PageViews: 5, Visitors: 2,
-		Pages: []window.PageCount{{Path: "/a", PageViews: 3}, {Path: "/b", PageViews: 2}},
+		Pages: []logtally.PageCount{{Path: "/a", PageViews: 3}, {Path: "/b", PageViews: 2}},
 	}
-	return New(Config{Snapshot: func() *window.Snapshot { return snap }})
+	return New(Config{Snapshot: func() *logtally.Snapshot { return snap }})
 }
 
 func TestEndpoints(t *testing.T) {
@@ -59,18 +59,18 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestEmptyPagesIsArray(t *testing.T) {
-	s := New(Config{Snapshot: func() *window.Snapshot { return &window.Snapshot{Length: time.Minute} }})
+	s := New(Config{Snapshot: func() *logtally.Snapshot { return &logtally.Snapshot{Length: time.Minute} }})
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/pages", nil))
-	var body struct{ Pages []Page }
+	var body struct{ Pages []logtally.PageCount }
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Pages == nil {
 		t.Fatalf("pages = %s, want an empty array", rec.Body)
 	}
 }
 
 func TestApproximateVisitors(t *testing.T) {
-	snap := &window.Snapshot{Length: time.Minute, Visitors: 5_123_456, Approximate: true, Rejected: 3}
-	s := New(Config{Snapshot: func() *window.Snapshot { return snap }})
+	snap := &logtally.Snapshot{Length: time.Minute, Visitors: 5_123_456, Approximate: true, Rejected: 3}
+	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }})
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/stats", nil))
 	want := `{"from":"0001-01-01T00:00:00Z","to":"0001-01-01T00:00:00Z","window_seconds":60,"visitors":5123456,"approximate":true,"pageviews":0,"requests":0,"rejected":3}` + "\n"

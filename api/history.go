@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally"
 )
 
 // Limits of the history endpoints.
@@ -35,7 +35,7 @@ type SeriesPoint struct {
 }
 
 // series answers GET /api/v1/series?from=T&to=T&step=S. T is RFC3339 or unix
-// seconds; S is one of storage.Steps. Defaults: the last hour, by minute.
+// seconds; S is one of logtally.Steps. Defaults: the last hour, by minute.
 func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.History == nil {
 		writeError(w, http.StatusNotFound, "no history is kept")
@@ -65,14 +65,14 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	step, ok := storage.Steps[stepName]
+	step, ok := logtally.Steps[stepName]
 	if !ok {
 		writeError(w, http.StatusBadRequest, "step must be one of 1m, 5m, 15m, 1h, 1d")
 		return
 	}
 	res, err := s.cfg.History.Series(from, to, step)
-	if errors.Is(err, storage.ErrTooManyPoints) {
-		writeError(w, http.StatusBadRequest, "more than "+strconv.Itoa(storage.MaxPoints)+" points: use a longer step or a shorter range")
+	if errors.Is(err, logtally.ErrTooManyPoints) {
+		writeError(w, http.StatusBadRequest, "more than "+strconv.Itoa(logtally.MaxPoints)+" points: use a longer step or a shorter range")
 		return
 	}
 	if err != nil {

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logtally/logtally/storage"
-	"github.com/logtally/logtally/window"
+	"github.com/logtally/logtally"
 )
 
 // history is a History double that records what it was asked.
@@ -17,27 +16,27 @@ type history struct {
 	err      error
 }
 
-func (h *history) Series(from, to time.Time, step time.Duration) (storage.Series, error) {
+func (h *history) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
 	h.from, h.to, h.step = from, to, step
 	if h.err != nil {
-		return storage.Series{}, h.err
+		return logtally.Series{}, h.err
 	}
-	return storage.Series{Step: step, Approximate: step > time.Minute, Points: []storage.Point{
+	return logtally.Series{Step: step, Approximate: step > time.Minute, Points: []logtally.Point{
 		{Time: from.Truncate(step), Requests: 3, PageViews: 2, Visitors: 1}}}, nil
 }
 
-func (h *history) PathCounts(paths []string, day time.Time) ([]storage.PathCount, error) {
-	out := make([]storage.PathCount, len(paths))
+func (h *history) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
+	out := make([]logtally.PathCount, len(paths))
 	for i, p := range paths {
-		out[i] = storage.PathCount{Path: p, Day: int64(len(p)), Total: int64(10 * len(p))}
+		out[i] = logtally.PathCount{Path: p, Day: int64(len(p)), Total: int64(10 * len(p))}
 	}
 	return out, h.err
 }
 
 func historyServer(h *history, ready func() error) *Server {
-	snap := &window.Snapshot{Length: 10 * time.Minute, Pages: []window.PageCount{{Path: "/a", PageViews: 7}}}
+	snap := &logtally.Snapshot{Length: 10 * time.Minute, Pages: []logtally.PageCount{{Path: "/a", PageViews: 7}}}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	return New(Config{Snapshot: func() *window.Snapshot { return snap }, History: h, Ready: ready,
+	return New(Config{Snapshot: func() *logtally.Snapshot { return snap }, History: h, Ready: ready,
 		Now: func() time.Time { return now }})
 }
 
@@ -79,7 +78,7 @@ func TestHistoryEndpoints(t *testing.T) {
 }
 
 func TestSeriesTooManyPointsIs400(t *testing.T) {
-	s := historyServer(&history{err: storage.ErrTooManyPoints}, nil)
+	s := historyServer(&history{err: logtally.ErrTooManyPoints}, nil)
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/series?from=0&step=1m", nil))
 	if rec.Code != 400 {

@@ -3,16 +3,16 @@ package api
 import (
 	"encoding/json"
 	"flag"
+	"hash/fnv"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/logtally/logtally"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/logtally/logtally/window"
 )
 
 // DefaultCacheMaxAge is how long clients and proxies may reuse a stats or
@@ -52,18 +52,15 @@ func newBody(v any) *body {
 		panic(err) // the bodies are plain structs; failing to encode them is a bug
 	}
 	data = append(data, '\n')
-	h := uint64(14695981039346656037)
-	for _, c := range data {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return &body{data: data, etag: []string{`"` + strconv.FormatUint(h, 36) + `"`}}
+	h := fnv.New64a()
+	h.Write(data)
+	return &body{data: data, etag: []string{`"` + strconv.FormatUint(h.Sum64(), 36) + `"`}}
 }
 
 // rendered holds the bodies made from one snapshot. A poll between two
 // publishes costs a pointer comparison and a write of bytes made once.
 type rendered struct {
-	snap  *window.Snapshot
+	snap  *logtally.Snapshot
 	stats *body
 	pages sync.Map // limit -> *body
 }
@@ -88,12 +85,10 @@ func (c *rendered) pagesBody(limit int) *body {
 	}
 	snap := c.snap
 	top := snap.Pages[:min(limit, len(snap.Pages))]
-	v := Pages{From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second),
-		Pages: make([]Page, len(top))}
-	for i, p := range top {
-		v.Pages[i] = Page{Path: p.Path, PageViews: p.PageViews}
+	if top == nil {
+		top = []logtally.PageCount{} // an empty array, not null
 	}
-	b := newBody(v)
+	b := newBody(Pages{From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second), Pages: top})
 	c.pages.Store(limit, b)
 	return b
 }

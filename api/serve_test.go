@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logtally/logtally"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
-
-	"github.com/logtally/logtally/window"
 )
 
 func do(s http.Handler, method, target string, header map[string]string) *httptest.ResponseRecorder {
@@ -25,8 +24,8 @@ func do(s http.Handler, method, target string, header map[string]string) *httpte
 }
 
 func TestETagAndCacheControl(t *testing.T) {
-	var snap atomic.Pointer[window.Snapshot]
-	snap.Store(&window.Snapshot{Length: time.Minute, Requests: 1})
+	var snap atomic.Pointer[logtally.Snapshot]
+	snap.Store(&logtally.Snapshot{Length: time.Minute, Requests: 1})
 	s := New(Config{Snapshot: snap.Load, HTTP: HTTPConfig{CacheMaxAge: 5 * time.Second}})
 
 	first := do(s, "GET", "/api/v1/stats", nil)
@@ -42,7 +41,7 @@ func TestETagAndCacheControl(t *testing.T) {
 		t.Errorf("etag in a list, weak: %d, want 304", r.Code)
 	}
 
-	snap.Store(&window.Snapshot{Length: time.Minute, Requests: 2}) // a new publish
+	snap.Store(&logtally.Snapshot{Length: time.Minute, Requests: 2}) // a new publish
 	changed := do(s, "GET", "/api/v1/stats", map[string]string{"If-None-Match": etag})
 	if changed.Code != 200 || changed.Header().Get("ETag") == etag || !strings.Contains(changed.Body.String(), `"requests":2`) {
 		t.Errorf("after a publish: %d etag %q body %s", changed.Code, changed.Header().Get("ETag"), changed.Body)
@@ -64,8 +63,8 @@ func TestETagAndCacheControl(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
-	snap := &window.Snapshot{Length: time.Minute}
-	s := New(Config{Snapshot: func() *window.Snapshot { return snap },
+	snap := &logtally.Snapshot{Length: time.Minute}
+	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap },
 		HTTP: HTTPConfig{CORSOrigins: []string{"https://example.com"}}})
 	tests := []struct {
 		name, method, origin, reqMethod string
@@ -96,7 +95,7 @@ func TestCORS(t *testing.T) {
 			}
 		})
 	}
-	any := New(Config{Snapshot: func() *window.Snapshot { return snap }, HTTP: HTTPConfig{CORSOrigins: []string{"*"}}})
+	any := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, HTTP: HTTPConfig{CORSOrigins: []string{"*"}}})
 	if got := do(any, "GET", "/api/v1/stats", map[string]string{"Origin": "https://a.example"}).Header().Get("Access-Control-Allow-Origin"); got != "*" {
 		t.Errorf("*: allow-origin %q", got)
 	}
@@ -104,8 +103,8 @@ func TestCORS(t *testing.T) {
 
 func TestMetricsParse(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	snap := &window.Snapshot{Length: time.Minute}
-	s := New(Config{Snapshot: func() *window.Snapshot { return snap }, Metrics: reg})
+	snap := &logtally.Snapshot{Length: time.Minute}
+	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, Metrics: reg})
 	do(s, "GET", "/api/v1/stats", nil)
 	do(s, "GET", "/api/v1/stats", nil)
 	do(s, "GET", "/api/v1/pages?limit=0", nil)
@@ -141,8 +140,8 @@ func TestMetricsParse(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
-	snap := &window.Snapshot{Length: time.Minute}
-	s := New(Config{Snapshot: func() *window.Snapshot { return snap }, Status: func() Status {
+	snap := &logtally.Snapshot{Length: time.Minute}
+	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, Status: func() Status {
 		return Status{Version: "test", Lines: LineStatus{Read: 3, Parsed: 2, Rejected: 1, ByReason: map[string]int64{"bad timestamp": 1}},
 			Samples: []RejectedSample{{Reason: "bad timestamp", Line: "x"}}, Store: StoreStatus{State: "ok"}}
 	}})
@@ -160,8 +159,8 @@ func TestStatus(t *testing.T) {
 // BenchmarkStatsPoll is one poll of /api/v1/stats between two publishes:
 // it should cost about as much as writing the cached body.
 func BenchmarkStatsPoll(b *testing.B) {
-	snap := &window.Snapshot{Length: 10 * time.Minute, Requests: 12345, PageViews: 678, Visitors: 90}
-	s := New(Config{Snapshot: func() *window.Snapshot { return snap }, HTTP: HTTPConfig{CacheMaxAge: 5 * time.Second}})
+	snap := &logtally.Snapshot{Length: 10 * time.Minute, Requests: 12345, PageViews: 678, Visitors: 90}
+	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, HTTP: HTTPConfig{CacheMaxAge: 5 * time.Second}})
 	req := httptest.NewRequest("GET", "/api/v1/stats", nil)
 	w := &discardWriter{h: http.Header{}}
 	b.ReportAllocs()

@@ -20,8 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/parser"
-	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
 )
@@ -44,11 +45,11 @@ const (
 
 // Config configures a Pipeline.
 type Config struct {
-	Format  *parser.Format
-	Rules   *window.Rules // initialised
-	Window  *window.Window
-	Store   Committer
-	MaxLine int // longer lines are rejected; tailer.DefaultMaxLine if zero
+	Format     *parser.Format
+	Classifier *classify.Classifier
+	Window     *window.Window
+	Store      Committer
+	MaxLine    int // longer lines are rejected; tailer.DefaultMaxLine if zero
 	// OnCommit, if set, is told how long each successful commit took.
 	OnCommit func(time.Duration)
 	// NoSamples turns off keeping the last rejected lines.
@@ -85,13 +86,13 @@ func (c *Config) Validate() error {
 
 // Committer is where batches go: *storage.Store, or a test's failing double.
 type Committer interface {
-	Commit(*storage.Batch) error
+	Commit(*logtally.Batch) error
 }
 
 // Pipeline is the ingest loop. Its counters may be read from any goroutine.
 type Pipeline struct {
 	cfg   Config
-	batch *storage.Batch
+	batch *logtally.Batch
 	rec   parser.Record
 	res   result // Run's reusable result
 	last  int64  // newest line second seen, for AnchorLog
@@ -156,7 +157,7 @@ func New(cfg Config) *Pipeline {
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = tailer.DefaultMaxLine
 	}
-	return &Pipeline{cfg: cfg, batch: storage.NewBatch(), rejected: make([]atomic.Int64, len(rejectReasons))}
+	return &Pipeline{cfg: cfg, batch: logtally.NewBatch(), rejected: make([]atomic.Int64, len(rejectReasons))}
 }
 
 // Run consumes chunks until in is closed or ctx is done, then commits what

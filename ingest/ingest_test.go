@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
@@ -25,7 +27,7 @@ type flakyStore struct {
 
 var errDiskFull = errors.New("no space left on device")
 
-func (f *flakyStore) Commit(b *storage.Batch) error {
+func (f *flakyStore) Commit(b *logtally.Batch) error {
 	f.attempts.Add(1)
 	if f.failing.Load() {
 		return errDiskFull
@@ -64,10 +66,12 @@ func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 	defer s.Close()
 	store := &flakyStore{Store: s}
 	format, _ := parser.New("combined")
-	rules := window.DefaultRules()
-	rules.Init()
+	classifier, err := classify.New(classify.DefaultConfig(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := t0.Add(5 * time.Minute) // after every line the test writes
-	p := New(Config{Format: format, Rules: &rules, Window: window.New(window.DefaultConfig(), now), Store: store,
+	p := New(Config{Format: format, Classifier: classifier, Window: window.New(window.DefaultConfig(), now), Store: store,
 		Now: func() time.Time { return now }, FlushLines: 50, FlushInterval: time.Millisecond})
 
 	in := make(chan tailer.Chunk)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
@@ -105,18 +106,11 @@ type result struct {
 	seq      int
 	file     string
 	offset   int64
-	size     int64 // bytes of the chunk's lines
-	hits     []hit
+	size     int64          // bytes of the chunk's lines
+	hits     []logtally.Hit // Path aliases the chunk's data
 	lines    int64
 	rejected []int64        // by index in rejectReasons
 	samples  []rejectedLine // the chunk's last rejected lines, at most MaxSamples
-}
-
-// hit is a parsed line: what the window and the batch need of it.
-type hit struct {
-	window.Hit // Path aliases the chunk's data
-	status     int
-	bytes      int64
 }
 
 // rejectedLine is a rejected line of a chunk; line aliases the chunk's data.
@@ -149,7 +143,7 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 		if len(line) > p.cfg.MaxLine {
 			err = tailer.ErrLongLine
 		} else if err = p.cfg.Format.Parse(line, rec); err == nil {
-			r.hits = append(r.hits, hit{Hit: p.cfg.Rules.Classify(rec), status: rec.Status, bytes: rec.Bytes})
+			r.hits = append(r.hits, p.cfg.Classifier.Classify(rec))
 			continue
 		}
 		r.rejected[reasonIndex(err)]++
@@ -174,12 +168,13 @@ func reasonIndex(err error) int {
 // file's position past it.
 func (p *Pipeline) apply(r *result) {
 	parsed := int64(0)
-	for _, h := range r.hits {
+	for i := range r.hits {
+		h := &r.hits[i]
 		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
 			p.last = h.Time
 			p.cfg.Window.Advance(time.Unix(h.Time, 0))
 		}
-		outcome := p.cfg.Window.Add(h.Hit)
+		outcome := p.cfg.Window.Add(*h)
 		if outcome == window.TooNew {
 			// Too far ahead of the clock to trust; the window counted it as
 			// rejected already.
@@ -189,7 +184,7 @@ func (p *Pipeline) apply(r *result) {
 		}
 		parsed++
 		live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
-		p.batch.Add(h.Hit, h.status, h.bytes, live)
+		p.batch.Add(h, live)
 	}
 	p.batch.AddLines(r.lines)
 	p.lines.Add(r.lines)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/internal/loggen"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
@@ -28,10 +30,12 @@ func newPipeline(tb testing.TB) (*Pipeline, *storage.Store) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rules := window.DefaultRules()
-	rules.Init()
+	classifier, err := classify.New(classify.DefaultConfig(), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return New(Config{
-		Format: format, Rules: &rules, Window: window.New(window.Config{Length: 10 * time.Minute}, t0r),
+		Format: format, Classifier: classifier, Window: window.New(window.Config{Length: 10 * time.Minute}, t0r),
 		Store: store, Anchor: AnchorLog,
 	}), store
 }
@@ -89,7 +93,7 @@ func TestReplayMatchesRun(t *testing.T) {
 			t.Errorf("position of %s: replay %d, run %d", file, got, want)
 		}
 	}
-	all := func(s *storage.Store) []storage.Minute {
+	all := func(s *storage.Store) []logtally.Bucket {
 		m, err := s.Minutes(t0r.Add(-time.Hour), t0r.Add(24*time.Hour))
 		if err != nil {
 			t.Fatal(err)

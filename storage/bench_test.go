@@ -8,20 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logtally/logtally/window"
+	"github.com/logtally/logtally"
 )
 
 // fillBatch adds n hits of a busy site, starting at start and 10,000,000
 // lines a day apart: 100,000 paths, 200,000 visitors, two thirds page views.
-func fillBatch(b *Batch, rng *rand.Rand, paths [][]byte, start time.Time, n int, live bool) time.Time {
+func fillBatch(b *logtally.Batch, rng *rand.Rand, paths [][]byte, start time.Time, n int, live bool) time.Time {
 	step := 24 * time.Hour / 10_000_000
 	for i := range n {
 		t := start.Add(time.Duration(i) * step)
-		h := window.Hit{Time: t.Unix(), Path: paths[int(float64(len(paths))*rng.Float64()*rng.Float64())]}
+		h := logtally.Hit{Time: t.Unix(), Path: paths[int(float64(len(paths))*rng.Float64()*rng.Float64())]}
 		if rng.IntN(3) > 0 {
 			h.PageView, h.Visitor = true, rng.Uint64N(200_000)*0x9e3779b97f4a7c15
 		}
-		b.Add(h, 200, 5000, live)
+		addHit(b, h, 200, 5000, live)
 	}
 	return start.Add(time.Duration(n) * step)
 }
@@ -63,7 +63,7 @@ func BenchmarkCommit50k(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	paths := makePaths(100_000)
 	at := t0
-	batch := NewBatch()
+	batch := logtally.NewBatch()
 	for range 20 { // history to commit on top of
 		at = fillBatch(batch, rng, paths, at, 50_000, false)
 		if err := s.Commit(batch); err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -15,10 +16,10 @@ import (
 // and day deltas, per-path counts (to the path log), the live window's
 // seconds and the file positions. On error nothing of the batch is stored
 // and the batch is left as it was, so that it can be committed again.
-func (s *Store) Commit(b *Batch) error {
+func (s *Store) Commit(b *logtally.Batch) error {
 	now := s.cfg.Now()
-	minuteFloor := floorDiv(now.Add(-s.cfg.MinuteRetention).Unix(), 60)
-	hourFloor := floorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)
+	minuteFloor := logtally.FloorDiv(now.Add(-s.cfg.MinuteRetention).Unix(), 60)
+	hourFloor := logtally.FloorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)
 	var dayFloor []byte
 	if s.cfg.DayRetention > 0 {
 		dayFloor = dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)
@@ -27,26 +28,30 @@ func (s *Store) Commit(b *Batch) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	sc := &s.scratch
-	sc.pages.grow(len(b.names))
-	sc.day.grow(len(b.names))
+	sc.pages.grow(len(b.Paths()))
+	sc.day.grow(len(b.Paths()))
 	defer sc.reset() // after an error, counts may be left in the tallies
 	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
 		hours := make(map[int64]*record)
 		days := make(map[string]*record)
 		var dayPaths []dayDelta
 
-		minutes := slices.Sorted(maps.Keys(b.minutes))
+		var minutes []int64
+		var deltas []*logtally.Delta
+		for minute, d := range b.Minutes() {
+			minutes, deltas = append(minutes, minute), append(deltas, d)
+		}
 		for i, minute := range minutes {
-			d := b.minutes[minute]
-			d.prepare(sc)
+			d := deltas[i]
+			prepare(d, sc)
 			day := string(dayKey(unixMinute(minute), s.cfg.Location))
-			rollup(hours, floorDiv(minute, 60), d)
+			rollup(hours, logtally.FloorDiv(minute, 60), d)
 			rollup(days, day, d)
-			for _, id := range d.views {
+			for _, id := range d.Views {
 				sc.pages.add(id, 1)
 				sc.day.add(id, 1)
 			}
-			sc.top = sc.pages.take(b.names, sc.top[:0])
+			sc.top = sc.pages.take(b.Paths(), sc.top[:0])
 			if len(sc.day.touched) > 0 &&
 				(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.cfg.Location)) != day) {
 				dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
@@ -84,7 +89,7 @@ func (s *Store) Commit(b *Batch) error {
 			return nil, err
 		}
 		pb := tx.Bucket(bucketPositions)
-		for file, off := range b.positions {
+		for file, off := range b.Positions() {
 			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
 				return nil, err
 			}
@@ -101,7 +106,7 @@ func (s *Store) Commit(b *Batch) error {
 		}
 	}
 	s.mu.Lock()
-	for minute := range b.minutes {
+	for minute := range b.Minutes() {
 		s.touched[minute] = now
 	}
 	s.mu.Unlock()
@@ -109,14 +114,14 @@ func (s *Store) Commit(b *Batch) error {
 }
 
 // rollup adds a minute's delta to the hour or day record it belongs to.
-func rollup[K comparable](m map[K]*record, k K, d *counts) {
+func rollup[K comparable](m map[K]*record, k K, d *logtally.Delta) {
 	r := m[k]
 	if r == nil {
 		r = &record{}
 		m[k] = r
 	}
 	r.add(d)
-	addDense(r, d.visitors)
+	addDense(r, d.Visitors)
 }
 
 // denseFrom is the number of visitors from which a minute's sketch is kept
@@ -196,7 +201,7 @@ func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
 // views per path. The minute's visitor count stays exact while its visitor
 // set is stored; once the set has been compacted away, new visitors can only
 // go into the sketch and the count becomes the sketch's estimate.
-func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts, top []PageCount) error {
+func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *logtally.Delta, top []logtally.PageCount) error {
 	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
 	key := u64(uint64(minute))
 	var r record
@@ -206,12 +211,12 @@ func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *counts, top []PageCou
 		}
 	}
 	r.add(d)
-	if len(d.visitors) > 0 {
-		addVisitors(&r, r.Visitors, d.visitors)
+	if len(d.Visitors) > 0 {
+		addVisitors(&r, r.Visitors, d.Visitors)
 		sk := r.hll
 		stored := vb.Get(key)
 		if !r.Approximate && (stored != nil || r.Visitors == 0) {
-			set, n, err := mergeHashes(stored, d.visitors)
+			set, n, err := mergeHashes(stored, d.Visitors)
 			if err != nil {
 				return fmt.Errorf("minute %d: %w", minute, err)
 			}
@@ -240,19 +245,18 @@ func getUvarint(b []byte) uint64 {
 
 // commitSeconds stores the live window's per-second state and drops the
 // seconds that have left the window.
-func (s *Store) commitSeconds(tx *bolt.Tx, b *Batch) error {
+func (s *Store) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
 	sb := s.bucket(tx, bucketSeconds)
 	sc := &s.scratch
-	for _, sec := range slices.Sorted(maps.Keys(b.seconds)) {
-		if sec < b.windowStart {
+	for sec, d := range b.Seconds() {
+		if sec < b.WindowStart() {
 			continue
 		}
-		d := b.seconds[sec]
-		d.prepare(sc)
-		for _, id := range d.views {
+		prepare(d, sc)
+		for _, id := range d.Views {
 			sc.pages.add(id, 1)
 		}
-		sc.top = sc.pages.take(b.names, sc.top[:0])
+		sc.top = sc.pages.take(b.Paths(), sc.top[:0])
 		key := u64(uint64(sec))
 		var v []byte
 		if old := sb.Get(key); old != nil {
@@ -263,18 +267,18 @@ func (s *Store) commitSeconds(tx *bolt.Tx, b *Batch) error {
 			o.merge(d, sc.top)
 			v = o.encode(&sc.values)
 		} else {
-			v = encodeSecond(&sc.values, d.requests, d.pageviews, d.visitors, sc.top)
+			v = encodeSecond(&sc.values, d.Requests, d.PageViews, d.Visitors, sc.top)
 		}
 		if err := sb.Put(key, v); err != nil {
 			return err
 		}
 	}
-	if b.windowStart <= 0 {
+	if b.WindowStart() <= 0 {
 		return nil
 	}
 	var stale [][]byte
 	c := sb.Cursor()
-	end := u64(uint64(b.windowStart))
+	end := u64(uint64(b.WindowStart()))
 	for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.Next() {
 		stale = append(stale, bytes.Clone(k))
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -28,7 +29,7 @@ import (
 // changes pending to match once it has committed.
 //
 // A log value is capped already: the commit decides, as the shards would,
-// which new paths a day admits and which count as OtherPath (Store.admit).
+// which new paths a day admits and which count as logtally.OtherPath (Store.admit).
 // So compaction changes no answer, and a pending count is final.
 //
 // Compaction runs when the log passes about the size of the shards (from
@@ -56,7 +57,7 @@ const (
 // logEncoding is the version byte of a log value.
 const logEncoding = 1
 
-// otherID is the path number that stands for OtherPath in a pathDelta.
+// otherID is the path number that stands for logtally.OtherPath in a pathDelta.
 const otherID = -1
 
 // pathDelta is a path's page views in a batch: the path is the batch's path
@@ -72,12 +73,12 @@ type dayDelta struct {
 	paths []pathDelta
 }
 
-// name returns the path a pathDelta counts.
-func (b *Batch) name(id int32) string {
+// pathName returns the path a pathDelta of b counts.
+func pathName(b *logtally.Batch, id int32) string {
 	if id == otherID {
-		return OtherPath
+		return logtally.OtherPath
 	}
-	return b.names[id]
+	return b.Paths()[id]
 }
 
 // pending is the uncompacted path log summed per day and path. It numbers
@@ -212,7 +213,7 @@ func (p *pending) reset() {
 // share a hash with odds of about n^2 in 2^65 (n paths: 1 in 3*10^9 at the
 // default cap), and then the second one is admitted without being counted;
 // compaction, which counts paths in the shards themselves, then counts it
-// as OtherPath if the day is full.
+// as logtally.OtherPath if the day is full.
 type daySet struct {
 	hashes map[uint64]struct{}
 	used   uint64 // Store.uses when last used, for eviction
@@ -245,7 +246,7 @@ func (set *daySet) mark(i int32, gen uint64) {
 // logChange is what a transaction did to the log, applied to pending and to
 // the admission sets once the transaction has committed.
 type logChange struct {
-	b         *Batch
+	b         *logtally.Batch
 	days      []resolvedDay
 	bytes     int64
 	compacted bool // the whole log was compacted: pending restarts empty
@@ -272,13 +273,13 @@ func logKey(day uint32, seq uint64) []byte {
 // appendLog appends a day's page views per path to the log, cut in values
 // of about logValueSize: version; uvarint n; n x (uvarint length, path,
 // uvarint views). It returns the bytes written.
-func appendLog(lb *bolt.Bucket, a *arena, day uint32, b *Batch, paths []pathDelta) (int64, error) {
+func appendLog(lb *bolt.Bucket, a *arena, day uint32, b *logtally.Batch, paths []pathDelta) (int64, error) {
 	lb.FillPercent = 1 // appended in key order
 	var total int64
 	for len(paths) > 0 {
 		size, n := 1+binary.MaxVarintLen64, 0
 		for n < len(paths) && (n == 0 || size < logValueSize) {
-			name := b.name(paths[n].id)
+			name := pathName(b, paths[n].id)
 			size += uvarintLen(uint64(len(name))) + len(name) + uvarintLen(uint64(paths[n].n))
 			n++
 		}
@@ -286,7 +287,7 @@ func appendLog(lb *bolt.Bucket, a *arena, day uint32, b *Batch, paths []pathDelt
 		v = append(v, logEncoding)
 		v = binary.AppendUvarint(v, uint64(n))
 		for _, pc := range paths[:n] {
-			name := b.name(pc.id)
+			name := pathName(b, pc.id)
 			v = binary.AppendUvarint(v, uint64(len(name)))
 			v = append(v, name...)
 			v = binary.AppendUvarint(v, uint64(pc.n))
@@ -390,7 +391,7 @@ func (s *Store) applyChange(ch *logChange) {
 			for i, pc := range d.paths {
 				sl := d.slots[i]
 				if sl < 0 {
-					name := ch.b.name(pc.id)
+					name := pathName(ch.b, pc.id)
 					// An earlier day of the change may have numbered it.
 					if sl = s.pending.lookup(name); sl < 0 {
 						sl = s.pending.insert(name)
@@ -422,24 +423,24 @@ func (s *Store) applyChange(ch *logChange) {
 // translate readies s.xlat for the numbering of b: xlat[id] is the number
 // in pending's dictionary of b's path id, or -1 if not looked up yet or not
 // there.
-func (s *Store) translate(b *Batch) {
-	if s.xlatEpoch != b.epoch || s.xlatGen != s.pending.gen {
+func (s *Store) translate(b *logtally.Batch) {
+	if s.xlatEpoch != b.Numbering() || s.xlatGen != s.pending.gen {
 		s.xlat = s.xlat[:0]
-		s.xlatEpoch, s.xlatGen = b.epoch, s.pending.gen
+		s.xlatEpoch, s.xlatGen = b.Numbering(), s.pending.gen
 	}
-	for len(s.xlat) < len(b.names) {
+	for len(s.xlat) < len(b.Paths()) {
 		s.xlat = append(s.xlat, -1)
 	}
 }
 
 // slotOf returns the number in pending's dictionary of a batch's path, or -1.
-func (s *Store) slotOf(b *Batch, id int32) int32 {
+func (s *Store) slotOf(b *logtally.Batch, id int32) int32 {
 	if id == otherID {
-		return s.pending.lookup(OtherPath)
+		return s.pending.lookup(logtally.OtherPath)
 	}
 	sl := s.xlat[id]
 	if sl < 0 {
-		sl = s.pending.lookup(b.names[id])
+		sl = s.pending.lookup(b.Paths()[id])
 		s.xlat[id] = sl
 	}
 	return sl
@@ -459,7 +460,7 @@ func uint32Key(k []byte) uint32 {
 // late lines (of days already folded into the all-time totals, which only
 // compaction adds them to) may reach the all-time cap: pending counts are
 // final only while nothing is capped at compaction.
-func (s *Store) logPaths(tx *bolt.Tx, b *Batch, days []dayDelta, now time.Time) (*logChange, error) {
+func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now time.Time) (*logChange, error) {
 	counters := s.bucket(tx, bucketCounters)
 	lb := s.bucket(tx, bucketPathLog)
 	folded := uint32Key(counters.Get(keyFolded))
@@ -483,7 +484,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *Batch, days []dayDelta, now time.Time) 
 		fresh := 0
 		for i, pc := range paths {
 			slots[i] = s.slotOf(b, pc.id)
-			if !pd.has(slots[i]) && b.name(pc.id) != OtherPath {
+			if !pd.has(slots[i]) && pathName(b, pc.id) != logtally.OtherPath {
 				fresh++
 			}
 		}
@@ -536,13 +537,13 @@ func (s *Store) logPaths(tx *bolt.Tx, b *Batch, days []dayDelta, now time.Time) 
 
 // admit decides which of a day's paths the day admits, as its shards would:
 // every path it holds already, and new paths while it has fewer than
-// MaxDayPaths; the others are counted as OtherPath. pd is the day's pending
+// MaxDayPaths; the others are counted as logtally.OtherPath. pd is the day's pending
 // counts, slots the paths' numbers in pending, and fresh how many paths are
 // not pending on the day yet. While the day's stored distinct paths, its
 // pending ones and the fresh ones stay within the cap, every path is
 // admitted without looking further; past that, the day's admission set
 // tells new paths from known ones.
-func (s *Store) admit(tx *bolt.Tx, counters *bolt.Bucket, b *Batch, day uint32, pd *pendingDay,
+func (s *Store) admit(tx *bolt.Tx, counters *bolt.Bucket, b *logtally.Batch, day uint32, pd *pendingDay,
 	paths []pathDelta, slots []int32, fresh int, ch *logChange) ([]pathDelta, []int32, error) {
 	limit := s.cfg.MaxDayPaths
 	prefix := binary.BigEndian.AppendUint32(nil, day)
@@ -569,8 +570,8 @@ func (s *Store) admit(tx *bolt.Tx, counters *bolt.Bucket, b *Batch, day uint32, 
 	admitted := len(set.hashes)
 	var added []uint64
 	for i, pc := range paths {
-		name := b.name(pc.id)
-		if name == OtherPath {
+		name := pathName(b, pc.id)
+		if name == logtally.OtherPath {
 			other += pc.n
 			continue
 		}
@@ -592,7 +593,7 @@ func (s *Store) admit(tx *bolt.Tx, counters *bolt.Bucket, b *Batch, day uint32, 
 	}
 	if other > 0 {
 		out = append(out, pathDelta{otherID, other})
-		outSlots = append(outSlots, s.pending.lookup(OtherPath))
+		outSlots = append(outSlots, s.pending.lookup(logtally.OtherPath))
 	}
 	if len(added) > 0 {
 		if ch.newHashes == nil {
@@ -618,7 +619,7 @@ func (s *Store) loadSet(tx *bolt.Tx, prefix []byte, pd *pendingDay) (*daySet, er
 	}
 	set := &daySet{hashes: make(map[uint64]struct{})}
 	c := s.bucket(tx, bucketDayPaths).Cursor()
-	other := []byte(OtherPath)
+	other := []byte(logtally.OtherPath)
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		d := decoder{b: v}
 		n := d.uvarint()
@@ -638,7 +639,7 @@ func (s *Store) loadSet(tx *bolt.Tx, prefix []byte, pd *pendingDay) (*daySet, er
 	}
 	if pd != nil {
 		for i, n := range pd.views {
-			if n != 0 && s.pending.names[i] != OtherPath {
+			if n != 0 && s.pending.names[i] != logtally.OtherPath {
 				set.hashes[maphash.String(s.seed, s.pending.names[i])] = struct{}{}
 			}
 		}
@@ -695,7 +696,7 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 			for _, d := range extra.days {
 				if d.day == day {
 					for _, pc := range d.paths {
-						name := extra.b.name(pc.id)
+						name := pathName(extra.b, pc.id)
 						sh := shardOf(name)
 						shards[sh] = append(shards[sh], pathCount{name, pc.n})
 						touched[sh] = true

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,9 +25,9 @@ type view struct {
 // commitViews commits page views in one batch.
 func commitViews(t *testing.T, s *Store, views []view) {
 	t.Helper()
-	commit(t, s, func(b *Batch) {
+	commit(t, s, func(b *logtally.Batch) {
 		for _, v := range views {
-			b.Add(page(v.sec, 1, v.path), 200, 0, false)
+			addHit(b, page(v.sec, 1, v.path), 200, 0, false)
 		}
 	})
 }
@@ -91,12 +92,12 @@ func logSize(t *testing.T, s *Store) int {
 	return n
 }
 
-// answers returns PathCounts for paths (and OtherPath) on each of days.
-func answers(t *testing.T, s *Store, paths []string, days ...time.Time) [][]PathCount {
+// answers returns PathCounts for paths (and logtally.OtherPath) on each of days.
+func answers(t *testing.T, s *Store, paths []string, days ...time.Time) [][]logtally.PathCount {
 	t.Helper()
-	var out [][]PathCount
+	var out [][]logtally.PathCount
 	for _, d := range days {
-		got, err := s.PathCounts(append(slices.Clone(paths), OtherPath), d)
+		got, err := s.PathCounts(append(slices.Clone(paths), logtally.OtherPath), d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +129,7 @@ func TestPathCountsEqualRecount(t *testing.T) {
 			}
 			for i, pc := range got {
 				p := paths[i]
-				if want := (PathCount{p, trueDay[d][p], trueDay[day0][p] + trueDay[day1][p]}); pc != want {
+				if want := (logtally.PathCount{Path: p, Day: trueDay[d][p], Total: trueDay[day0][p] + trueDay[day1][p]}); pc != want {
 					t.Fatalf("%s: PathCounts(%s, day %s) = %+v, want %+v", when, p, d.Format(time.DateOnly), pc, want)
 				}
 			}
@@ -172,7 +173,7 @@ func TestPathCountsEqualRecount(t *testing.T) {
 
 // TestDayCapAdmitsFirstPaths checks the per-day cap as the path log applies
 // it: the first MaxDayPaths distinct paths of a day are counted, later ones
-// go to OtherPath, nothing is lost, and compaction and reopening change no
+// go to logtally.OtherPath, nothing is lost, and compaction and reopening change no
 // answer. The cap is crossed both while every path is admitted without
 // looking (the day is far from it) and with the admission set.
 func TestDayCapAdmitsFirstPaths(t *testing.T) {
@@ -317,9 +318,9 @@ func TestFailedCommitLeavesPathLog(t *testing.T) {
 	s := mustOpen(t, Config{MaxDayPaths: 3})
 	commitViews(t, s, []view{{0, "/a"}, {1, "/b"}})
 	before := answers(t, s, []string{"/a", "/b", "/c", "/d"}, t0)
-	b := NewBatch()
-	b.Add(page(2, 1, "/c"), 200, 0, false)
-	b.Add(page(3, 1, "/d"), 200, 0, false) // over the cap: other
+	b := logtally.NewBatch()
+	addHit(b, page(2, 1, "/c"), 200, 0, false)
+	addHit(b, page(3, 1, "/d"), 200, 0, false) // over the cap: other
 	b.SetPosition(strings.Repeat("x", bolt.MaxKeySize+1), 1)
 	if err := s.Commit(b); err == nil {
 		t.Fatal("commit with an oversized position succeeded")
@@ -330,7 +331,7 @@ func TestFailedCommitLeavesPathLog(t *testing.T) {
 	}
 	commitViews(t, s, []view{{2, "/d"}, {3, "/c"}})
 	got := answers(t, s, []string{"/a", "/b", "/c", "/d"}, t0)[0]
-	want := []PathCount{{"/a", 1, 1}, {"/b", 1, 1}, {"/c", 0, 0}, {"/d", 1, 1}, {OtherPath, 1, 1}}
+	want := []logtally.PathCount{{Path: "/a", Day: 1, Total: 1}, {Path: "/b", Day: 1, Total: 1}, {Path: "/c", Day: 0, Total: 0}, {Path: "/d", Day: 1, Total: 1}, {Path: logtally.OtherPath, Day: 1, Total: 1}}
 	if !slices.Equal(got, want) {
 		t.Errorf("after the failed commit: %v, want %v", got, want)
 	}
@@ -342,13 +343,13 @@ func TestFailedCommitLeavesPathLog(t *testing.T) {
 // positions are there together, and the answers are the same.
 func TestCrashCopyHasLogAndPositions(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(0, 1, "/a"), 200, 0, false)
-		b.Add(page(1, 2, "/b"), 200, 0, false)
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(0, 1, "/a"), 200, 0, false)
+		addHit(b, page(1, 2, "/b"), 200, 0, false)
 		b.SetPosition("a.log", 100)
 	})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(2, 1, "/a"), 200, 0, false)
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(2, 1, "/a"), 200, 0, false)
 		b.SetPosition("a.log", 200)
 	})
 	data, err := os.ReadFile(s.cfg.Path)
@@ -397,7 +398,7 @@ func TestLateLinesAtAllTimeCap(t *testing.T) {
 		sum += pc.Total
 	}
 	if admitted != 3 || sum+got[5].Total != 7 || got[0].Total != 3 {
-		t.Errorf("totals %v: want 3 paths, /a with 3, 7 page views with %s", got, OtherPath)
+		t.Errorf("totals %v: want 3 paths, /a with 3, 7 page views with %s", got, logtally.OtherPath)
 	}
 	s = reopen(t, s)
 	if after := answers(t, s, paths, t0); !slices.EqualFunc(after, before, slices.Equal) {
@@ -416,11 +417,11 @@ func TestPathLogBounds(t *testing.T) {
 	const perCommit = 50_000
 	woken := false
 	for c := range 12 {
-		b := NewBatch()
+		b := logtally.NewBatch()
 		for i := range perCommit {
 			// Two days a commit, six days in all.
 			sec := int64((c/2)*24*3600 + (i%2)*12*3600 + i%3600)
-			b.Add(page(sec, uint64(i), fmt.Sprintf("/flood/%d/%d", c, i)), 200, 0, false)
+			addHit(b, page(sec, uint64(i), fmt.Sprintf("/flood/%d/%d", c, i)), 200, 0, false)
 		}
 		if err := s.Commit(b); err != nil {
 			t.Fatal(err)
@@ -445,7 +446,7 @@ func TestPathLogBounds(t *testing.T) {
 		t.Error("Commit never asked for a compaction")
 	}
 	checkPending(t, s)
-	got, err := s.PathCounts([]string{"/flood/0/0", "/flood/11/49999", OtherPath}, t0)
+	got, err := s.PathCounts([]string{"/flood/0/0", "/flood/11/49999", logtally.OtherPath}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,9 +543,9 @@ func TestPathCountsDuringCompaction(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 200 {
-			b := NewBatch()
+			b := logtally.NewBatch()
 			for j := range 3 {
-				b.Add(page(int64(i), uint64(j), "/x"), 200, 0, false)
+				addHit(b, page(int64(i), uint64(j), "/x"), 200, 0, false)
 			}
 			if err := s.Commit(b); err != nil {
 				done <- err
@@ -593,9 +594,9 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 	s := mustOpen(t, Config{})
 	maxLog, compactions := int64(0), 0
 	for c := range 40 {
-		b := NewBatch()
+		b := logtally.NewBatch()
 		for i := range 5000 {
-			b.Add(page(int64(c*600+i%600), uint64(i), fmt.Sprintf("/articles/%d", (c*5000+i)%40_000)), 200, 0, false)
+			addHit(b, page(int64(c*600+i%600), uint64(i), fmt.Sprintf("/articles/%d", (c*5000+i)%40_000)), 200, 0, false)
 		}
 		if err := s.Commit(b); err != nil {
 			t.Fatal(err)
@@ -629,9 +630,9 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 func TestFileGrowsInSmallSteps(t *testing.T) {
 	s := mustOpen(t, Config{})
 	for c := range 8 {
-		b := NewBatch()
+		b := logtally.NewBatch()
 		for i := range 20_000 {
-			b.Add(page(int64(c*3600+i%3600), uint64(c*20_000+i), fmt.Sprintf("/p/%d", i)), 200, 0, false)
+			addHit(b, page(int64(c*3600+i%3600), uint64(c*20_000+i), fmt.Sprintf("/p/%d", i)), 200, 0, false)
 		}
 		if err := s.Commit(b); err != nil {
 			t.Fatal(err)

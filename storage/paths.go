@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -81,7 +82,7 @@ func decodeShard(b []byte) ([]pathCount, error) {
 // mergeShard adds delta (sorted by path) into the shard stored at key. A
 // path new to the shard is admitted while *distinct < limit (which it
 // increments); past the limit its count is returned as overflow for the
-// caller to add to OtherPath. The stored entries are merged as bytes, never
+// caller to add to logtally.OtherPath. The stored entries are merged as bytes, never
 // decoded into strings: a shard holds hundreds of paths and a commit
 // rewrites every shard it touches.
 func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64, limit int) (overflow int64, err error) {
@@ -127,10 +128,10 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64,
 			have = next()
 		case c > 0:
 			d := delta[j]
-			if d.path != OtherPath && *distinct >= uint64(limit) {
+			if d.path != logtally.OtherPath && *distinct >= uint64(limit) {
 				overflow += d.n
 			} else {
-				if d.path != OtherPath {
+				if d.path != logtally.OtherPath {
 					*distinct++
 				}
 				put([]byte(d.path), uint64(d.n))
@@ -150,7 +151,7 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64,
 }
 
 // addPaths adds page views per path to the shards under prefix, at most
-// limit distinct paths, the rest counted as OtherPath, which it returns.
+// limit distinct paths, the rest counted as logtally.OtherPath, which it returns.
 func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, limit int) (int64, error) {
 	shards := make([][]pathCount, pathShards)
 	for p, n := range counts {
@@ -165,7 +166,7 @@ func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, 
 
 // mergeShards merges each shard's delta (sorted by path, distinct) into the
 // shards under prefix, at most limit distinct paths, the rest counted as
-// OtherPath, which it returns.
+// logtally.OtherPath, which it returns.
 func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]pathCount, limit int) (int64, error) {
 	counterKey := pathCounterKey(prefix)
 	distinct := getUvarint(counters.Get(counterKey))
@@ -182,7 +183,7 @@ func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]pathCount, 
 		other += over
 	}
 	if other > 0 {
-		if _, err := mergeShard(b, shardKey(prefix, shardOf(OtherPath)), []pathCount{{OtherPath, other}}, &distinct, limit); err != nil {
+		if _, err := mergeShard(b, shardKey(prefix, shardOf(logtally.OtherPath)), []pathCount{{logtally.OtherPath, other}}, &distinct, limit); err != nil {
 			return 0, err
 		}
 	}

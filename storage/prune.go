@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -28,7 +29,7 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	}
 	jobs := []job{
 		{bucketMinutes, minuteKey(now.Add(-s.cfg.MinuteRetention))},
-		{bucketHours, u64(uint64(floorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)))},
+		{bucketHours, u64(uint64(logtally.FloorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)))},
 		{bucketDayPaths, dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location)},
 	}
 	if s.cfg.DayRetention > 0 {

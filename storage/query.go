@@ -3,29 +3,23 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/axiomhq/hyperloglog"
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
 func unixMinute(m int64) time.Time { return time.Unix(m*60, 0).UTC() }
 
-// Minute is the stored counts of one UTC minute.
-type Minute struct {
-	Time time.Time // start of the minute, UTC
-	Counts
-}
-
 // Minutes returns the stored minutes in [from, to], oldest first.
-func (s *Store) Minutes(from, to time.Time) ([]Minute, error) {
-	var out []Minute
+func (s *Store) Minutes(from, to time.Time) ([]logtally.Bucket, error) {
+	var out []logtally.Bucket
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return scan(s.bucket(tx, bucketMinutes), minuteKey(from), minuteKey(to), false,
 			func(k []byte, r *record) {
-				out = append(out, Minute{Time: unixMinute(int64(binary.BigEndian.Uint64(k))), Counts: r.Counts})
+				out = append(out, logtally.Bucket{Time: unixMinute(int64(binary.BigEndian.Uint64(k))), Counts: r.Counts})
 			})
 	})
 	return out, err
@@ -33,12 +27,12 @@ func (s *Store) Minutes(from, to time.Time) ([]Minute, error) {
 
 // Hours returns the stored hours in [from, to], oldest first; Time is the
 // start of each hour.
-func (s *Store) Hours(from, to time.Time) ([]Minute, error) {
-	var out []Minute
+func (s *Store) Hours(from, to time.Time) ([]logtally.Bucket, error) {
+	var out []logtally.Bucket
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return scan(s.bucket(tx, bucketHours), u64(uint64(floorDiv(from.Unix(), 3600))),
-			u64(uint64(floorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
-				out = append(out, Minute{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
+		return scan(s.bucket(tx, bucketHours), u64(uint64(logtally.FloorDiv(from.Unix(), 3600))),
+			u64(uint64(logtally.FloorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
+				out = append(out, logtally.Bucket{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
 			})
 	})
 	return out, err
@@ -46,18 +40,18 @@ func (s *Store) Hours(from, to time.Time) ([]Minute, error) {
 
 // Days returns the stored days in [from, to], oldest first; Time is the start
 // of each day in the store's zone.
-func (s *Store) Days(from, to time.Time) ([]Minute, error) {
-	var out []Minute
+func (s *Store) Days(from, to time.Time) ([]logtally.Bucket, error) {
+	var out []logtally.Bucket
 	loc := s.cfg.Location
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return scan(s.bucket(tx, bucketDays), dayKey(from, loc), dayKey(to, loc), false, func(k []byte, r *record) {
-			out = append(out, Minute{Time: dayStart(k, loc), Counts: r.Counts})
+			out = append(out, logtally.Bucket{Time: dayStart(k, loc), Counts: r.Counts})
 		})
 	})
 	return out, err
 }
 
-func minuteKey(t time.Time) []byte { return u64(uint64(floorDiv(t.Unix(), 60))) }
+func minuteKey(t time.Time) []byte { return u64(uint64(logtally.FloorDiv(t.Unix(), 60))) }
 
 // scan decodes the records with keys in [lo, hi] in key order.
 func scan(b *bolt.Bucket, lo, hi []byte, withSketch bool, fn func(k []byte, r *record)) error {
@@ -84,44 +78,18 @@ func (s *Store) Last() (t time.Time, ok bool, err error) {
 	return t, ok, err
 }
 
-// Steps accepted by Series.
-var Steps = map[string]time.Duration{
-	"1m": time.Minute, "5m": 5 * time.Minute, "15m": 15 * time.Minute, "1h": time.Hour, "1d": 24 * time.Hour,
-}
-
-// MaxPoints is the most points one Series call returns.
-const MaxPoints = 10_000
-
-// ErrTooManyPoints means a series request spans more than MaxPoints steps.
-var ErrTooManyPoints = errors.New("too many points")
-
-// Point is one step of a series.
-type Point struct {
-	Time      time.Time
-	Requests  int64
-	PageViews int64
-	Visitors  int64
-}
-
-// Series is the answer to a history query.
-type Series struct {
-	Step        time.Duration
-	Approximate bool // some point's visitors are estimated
-	Points      []Point
-}
-
-// Series returns one point per step from the step containing from to the
+// logtally.Series returns one point per step from the step containing from to the
 // step containing to. Steps under an hour come from minutes, 1h from hours,
 // 1d from days in the store's zone. Visitors per point are the distinct
 // visitors within that step: exact for a one-minute step unless the minute
 // says otherwise, estimated by merging sketches for longer steps.
-func (s *Store) Series(from, to time.Time, step time.Duration) (Series, error) {
-	out := Series{Step: step}
+func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
+	out := logtally.Series{Step: step}
 	if to.Before(from) {
 		return out, nil
 	}
 	type bin struct {
-		p   Point
+		p   logtally.Point
 		hll *hyperloglog.Sketch
 	}
 	var starts []time.Time
@@ -130,18 +98,18 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (Series, error) {
 		loc := s.cfg.Location
 		y, m, d := from.In(loc).Date()
 		for t := time.Date(y, m, d, 0, 0, 0, 0, loc); !t.After(to); t = t.AddDate(0, 0, 1) {
-			if len(starts) == MaxPoints {
-				return out, ErrTooManyPoints
+			if len(starts) == logtally.MaxPoints {
+				return out, logtally.ErrTooManyPoints
 			}
 			starts = append(starts, t)
 		}
 	default:
 		if step <= 0 || step > time.Hour {
-			return out, fmt.Errorf("step %s: %w", step, ErrTooManyPoints)
+			return out, fmt.Errorf("step %s: %w", step, logtally.ErrTooManyPoints)
 		}
 		first := from.Truncate(step)
-		if n := to.Sub(first)/step + 1; n > MaxPoints {
-			return out, ErrTooManyPoints
+		if n := to.Sub(first)/step + 1; n > logtally.MaxPoints {
+			return out, logtally.ErrTooManyPoints
 		}
 		for t := first; !t.After(to); t = t.Add(step) {
 			starts = append(starts, t)
@@ -168,7 +136,7 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (Series, error) {
 	keyTime := func(k []byte) time.Time { return unixMinute(int64(binary.BigEndian.Uint64(k))) }
 	switch step {
 	case time.Hour:
-		name, lo, hi = bucketHours, u64(uint64(floorDiv(starts[0].Unix(), 3600))), u64(uint64(floorDiv(to.Unix(), 3600)))
+		name, lo, hi = bucketHours, u64(uint64(logtally.FloorDiv(starts[0].Unix(), 3600))), u64(uint64(logtally.FloorDiv(to.Unix(), 3600)))
 		keyTime = func(k []byte) time.Time { return time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0) }
 	case 24 * time.Hour:
 		loc := s.cfg.Location
@@ -201,7 +169,7 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (Series, error) {
 	if err != nil {
 		return out, err
 	}
-	out.Points = make([]Point, len(bins))
+	out.Points = make([]logtally.Point, len(bins))
 	for i := range bins {
 		if bins[i].hll != nil {
 			bins[i].p.Visitors = int64(bins[i].hll.Estimate())
@@ -212,18 +180,11 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (Series, error) {
 	return out, nil
 }
 
-// PathCount is a path's stored page views.
-type PathCount struct {
-	Path  string
-	Day   int64 // page views on the day asked for
-	Total int64 // all-time page views
-}
-
 // PathCounts returns the stored page views of each path on the day that
 // contains day (in the store's zone), and all-time: the shards plus what the
 // path log holds for them.
-func (s *Store) PathCounts(paths []string, day time.Time) ([]PathCount, error) {
-	out := make([]PathCount, len(paths))
+func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
+	out := make([]logtally.PathCount, len(paths))
 	dk := dayKey(day, s.cfg.Location)
 	floor := uint32Key(dayKey(s.cfg.Now().Add(-s.cfg.HourRetention), s.cfg.Location))
 	// The transaction is opened under pathMu, so that pending matches the
@@ -287,18 +248,9 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]PathCount, error) {
 	return out, nil
 }
 
-// WindowSecond is one stored second of the live window.
-type WindowSecond struct {
-	Time      int64 // unix second
-	Requests  int64
-	PageViews int64
-	Visitors  []uint64
-	Paths     map[string]int64
-}
-
 // WindowSeconds returns the stored live-window seconds in [from, to].
-func (s *Store) WindowSeconds(from, to int64) ([]WindowSecond, error) {
-	var out []WindowSecond
+func (s *Store) WindowSeconds(from, to int64) ([]logtally.Second, error) {
+	var out []logtally.Second
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := s.bucket(tx, bucketSeconds).Cursor()
 		hi := u64(uint64(to))
@@ -307,7 +259,7 @@ func (s *Store) WindowSeconds(from, to int64) ([]WindowSecond, error) {
 			if err := sec.decode(v); err != nil {
 				return fmt.Errorf("second %x: %w", k, err)
 			}
-			out = append(out, WindowSecond{Time: int64(binary.BigEndian.Uint64(k)), Requests: sec.Requests,
+			out = append(out, logtally.Second{Time: int64(binary.BigEndian.Uint64(k)), Requests: sec.Requests,
 				PageViews: sec.PageViews, Visitors: sec.Visitors, Paths: sec.Paths})
 		}
 		return nil

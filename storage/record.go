@@ -8,38 +8,17 @@ import (
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
+	"github.com/logtally/logtally"
 )
 
 // recordEncoding is the version byte that starts every stored minute, hour
 // and day. A reader refuses any other value rather than guess.
 const recordEncoding = 1
 
-// Counts is what is stored for one minute, hour or day.
-type Counts struct {
-	Requests  int64
-	PageViews int64
-	// Visitors is the number of distinct visitors with a page view. It is
-	// exact for a minute unless Approximate; for hours and days it is
-	// always estimated from the merged sketch.
-	Visitors    int64
-	Approximate bool
-	Status      [5]int64 // requests by status class: 1xx, 2xx, 3xx, 4xx, 5xx
-	Bytes       int64    // response bytes sent
-	Rejected    int64    // lines that did not parse, counted at the time of the line before them
-	Top         []PageCount
-	Other       int64 // page views of paths not in Top
-}
-
-// PageCount is a path's page views.
-type PageCount struct {
-	Path      string
-	PageViews int64
-}
-
 // record is a stored value: the counts and the visitor sketch that lets
 // minutes merge into hours and days.
 type record struct {
-	Counts
+	logtally.Counts
 	hll *hyperloglog.Sketch
 }
 
@@ -51,13 +30,13 @@ func (r *record) sketch() *hyperloglog.Sketch {
 }
 
 // add adds a delta's counts (not its visitors or pages) to r.
-func (r *record) add(d *counts) {
-	r.Requests += d.requests
-	r.PageViews += d.pageviews
-	r.Bytes += d.bytes
-	r.Rejected += d.rejected
+func (r *record) add(d *logtally.Delta) {
+	r.Requests += d.Requests
+	r.PageViews += d.PageViews
+	r.Bytes += d.Bytes
+	r.Rejected += d.Rejected
 	for i := range r.Status {
-		r.Status[i] += d.status[i]
+		r.Status[i] += d.Status[i]
 	}
 }
 
@@ -65,7 +44,7 @@ func (r *record) add(d *counts) {
 // top pages, keeping the n most viewed and adding the rest to Other. A path
 // that was folded into Other earlier is not brought back: minute top lists
 // are exact for paths that stay in them.
-func (r *record) mergeTop(paths []PageCount, n int) {
+func (r *record) mergeTop(paths []logtally.PageCount, n int) {
 	if len(paths) == 0 {
 		return
 	}
@@ -98,7 +77,7 @@ func (r *record) mergeTop(paths []PageCount, n int) {
 // n first in byViews order. It does so without sorting every path, and
 // compares paths only among those tied with the last one in: most of a busy
 // minute's paths have a view or two.
-func splitTop(s []PageCount, n int) {
+func splitTop(s []logtally.PageCount, n int) {
 	last := nthLargest(s, n)
 	above, tied := 0, 0 // s becomes [above last][equal to last][below]
 	for i, pc := range s {
@@ -116,7 +95,7 @@ func splitTop(s []PageCount, n int) {
 
 // nthLargest returns the n-th largest page views in s (1 <= n <= len(s)),
 // by quickselect on a copy of the counts.
-func nthLargest(s []PageCount, n int) int64 {
+func nthLargest(s []logtally.PageCount, n int) int64 {
 	v := make([]int64, len(s))
 	for i, pc := range s {
 		v[i] = pc.PageViews
@@ -152,7 +131,7 @@ func nthLargest(s []PageCount, n int) int64 {
 }
 
 // byViews orders page counts by page views, then path.
-func byViews(a, b PageCount) int {
+func byViews(a, b logtally.PageCount) int {
 	if c := cmp.Compare(b.PageViews, a.PageViews); c != 0 {
 		return c
 	}
@@ -161,7 +140,7 @@ func byViews(a, b PageCount) int {
 
 // selectTop reorders s so that its first n elements are the n first in
 // byViews order (quickselect).
-func selectTop(s []PageCount, n int) {
+func selectTop(s []logtally.PageCount, n int) {
 	lo, hi := 0, len(s)-1
 	for lo < hi {
 		pivot := s[lo+(hi-lo)/2]
@@ -276,10 +255,10 @@ func (r *record) decode(b []byte, withSketch bool) error {
 	if n > uint64(len(d.b)) {
 		return fmt.Errorf("record top pages: %w", ErrCorrupt)
 	}
-	r.Top = make([]PageCount, 0, n)
+	r.Top = make([]logtally.PageCount, 0, n)
 	for range n {
 		p := d.bytes()
-		r.Top = append(r.Top, PageCount{Path: string(p), PageViews: int64(d.uvarint())})
+		r.Top = append(r.Top, logtally.PageCount{Path: string(p), PageViews: int64(d.uvarint())})
 	}
 	r.Other = int64(d.uvarint())
 	sk := d.bytes()
@@ -399,9 +378,9 @@ func (t *tally) add(id int32, k int64) {
 
 // take appends the counted paths to dst, in the order first counted, and
 // zeroes the tally.
-func (t *tally) take(names []string, dst []PageCount) []PageCount {
+func (t *tally) take(names []string, dst []logtally.PageCount) []logtally.PageCount {
 	for _, id := range t.touched {
-		dst = append(dst, PageCount{Path: names[id], PageViews: t.n[id]})
+		dst = append(dst, logtally.PageCount{Path: names[id], PageViews: t.n[id]})
 		t.n[id] = 0
 	}
 	t.touched = t.touched[:0]
@@ -430,7 +409,7 @@ func (t *tally) reset() {
 // holder of Store.writeMu uses it.
 type scratch struct {
 	pages, day tally
-	top        []PageCount
+	top        []logtally.PageCount
 	buckets    []int32  // sortHashes
 	hashes     []uint64 // sortHashes
 	values     arena

@@ -3,6 +3,8 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/logtally/logtally"
 )
 
 // MaxSecondPaths is how many paths a stored second of the live window keeps:
@@ -25,10 +27,10 @@ type second struct {
 }
 
 // merge adds a prepared delta and its page views per path to v.
-func (v *second) merge(d *counts, paths []PageCount) {
-	v.Requests += d.requests
-	v.PageViews += d.pageviews
-	v.Visitors = mergeSorted(v.Visitors, d.visitors)
+func (v *second) merge(d *logtally.Delta, paths []logtally.PageCount) {
+	v.Requests += d.Requests
+	v.PageViews += d.PageViews
+	v.Visitors = mergeSorted(v.Visitors, d.Visitors)
 	if v.Paths == nil {
 		v.Paths = make(map[string]int64, len(paths))
 	}
@@ -38,9 +40,9 @@ func (v *second) merge(d *counts, paths []PageCount) {
 }
 
 func (v *second) encode(a *arena) []byte {
-	paths := make([]PageCount, 0, len(v.Paths))
+	paths := make([]logtally.PageCount, 0, len(v.Paths))
 	for p, n := range v.Paths {
-		paths = append(paths, PageCount{p, n})
+		paths = append(paths, logtally.PageCount{Path: p, PageViews: n})
 	}
 	return encodeSecond(a, v.Requests, v.PageViews, v.Visitors, paths)
 }
@@ -50,7 +52,7 @@ func (v *second) encode(a *arena) []byte {
 // length, path, uvarint views), paths distinct and in no particular order.
 // Sorting the paths of every second would cost more than the rest of its
 // encoding, and nothing reads them in order.
-func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []PageCount) []byte {
+func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []logtally.PageCount) []byte {
 	if len(paths) > MaxSecondPaths {
 		splitTop(paths, MaxSecondPaths)
 		paths = paths[:MaxSecondPaths]

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -74,10 +75,6 @@ var (
 
 	keySchema = []byte("schema")
 	keySalt   = []byte("salt")
-
-	// OtherPath is the path under which page views are counted once the
-	// per-path caps are reached.
-	OtherPath = "(other)"
 )
 
 var (
@@ -105,8 +102,8 @@ type Config struct {
 	TZ       string         // zone name for Location, as given by --tz
 
 	TopPages    int // top pages kept per minute; the rest go to Other
-	MaxPaths    int // distinct paths with an all-time count; the rest go to OtherPath
-	MaxDayPaths int // distinct paths with a count per day; the rest go to OtherPath
+	MaxPaths    int // distinct paths with an all-time count; the rest go to logtally.OtherPath
+	MaxDayPaths int // distinct paths with a count per day; the rest go to logtally.OtherPath
 
 	MinuteRetention time.Duration // minutes older than this are pruned
 	HourRetention   time.Duration // hours and per-day path counts older than this are pruned
@@ -127,8 +124,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HourRetention, "keep-hours", DefaultHourRetention, "how long hourly history and per-day page counts are kept")
 	fs.DurationVar(&c.DayRetention, "keep-days", 0, "how long daily history is kept (0: forever)")
 	fs.IntVar(&c.TopPages, "minute-top-pages", DefaultTopPages, "top pages stored per minute")
-	fs.IntVar(&c.MaxPaths, "max-stored-paths", DefaultMaxPaths, "distinct paths with an all-time count; more are counted as "+OtherPath)
-	fs.IntVar(&c.MaxDayPaths, "max-day-paths", DefaultMaxDayPaths, "distinct paths counted per day; more are counted as "+OtherPath)
+	fs.IntVar(&c.MaxPaths, "max-stored-paths", DefaultMaxPaths, "distinct paths with an all-time count; more are counted as "+logtally.OtherPath)
+	fs.IntVar(&c.MaxDayPaths, "max-day-paths", DefaultMaxDayPaths, "distinct paths counted per day; more are counted as "+logtally.OtherPath)
 }
 
 // Validate checks the configuration and resolves TZ into Location.

@@ -16,7 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/logtally/logtally/window"
+	"github.com/logtally/logtally"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -45,17 +45,23 @@ func mustOpen(t *testing.T, cfg Config) *Store {
 	return s
 }
 
-func page(sec int64, visitor uint64, path string) window.Hit {
-	return window.Hit{Time: t0.Unix() + sec, PageView: true, Visitor: visitor, Path: []byte(path)}
+// addHit adds h to b with a status and a byte count.
+func addHit(b *logtally.Batch, h logtally.Hit, status int, bytes int64, live bool) {
+	h.Status, h.Bytes = status, bytes
+	b.Add(&h, live)
 }
 
-func asset(sec int64) window.Hit {
-	return window.Hit{Time: t0.Unix() + sec, Path: []byte("/app.css")}
+func page(sec int64, visitor uint64, path string) logtally.Hit {
+	return logtally.Hit{Time: t0.Unix() + sec, PageView: true, Visitor: visitor, Path: []byte(path)}
 }
 
-func commit(t *testing.T, s *Store, fill func(b *Batch)) {
+func asset(sec int64) logtally.Hit {
+	return logtally.Hit{Time: t0.Unix() + sec, Path: []byte("/app.css")}
+}
+
+func commit(t *testing.T, s *Store, fill func(b *logtally.Batch)) {
 	t.Helper()
-	b := NewBatch()
+	b := logtally.NewBatch()
 	fill(b)
 	if err := s.Commit(b); err != nil {
 		t.Fatal(err)
@@ -64,17 +70,17 @@ func commit(t *testing.T, s *Store, fill func(b *Batch)) {
 
 func TestCommitMergesMinutes(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(0, 1, "/a"), 200, 100, false)
-		b.Add(page(10, 2, "/b"), 200, 100, false)
-		b.Add(asset(59), 304, 0, false)
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(0, 1, "/a"), 200, 100, false)
+		addHit(b, page(10, 2, "/b"), 200, 100, false)
+		addHit(b, asset(59), 304, 0, false)
 		b.Reject(0)
-		b.Add(page(60, 1, "/a"), 200, 10, false) // next minute
+		addHit(b, page(60, 1, "/a"), 200, 10, false) // next minute
 		b.SetPosition("a.log", 100)
 	})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(30, 2, "/b"), 200, 1, false) // visitor 2 again in minute 0: still 2 distinct
-		b.Add(page(31, 3, "/a"), 404, 1, false)
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(30, 2, "/b"), 200, 1, false) // visitor 2 again in minute 0: still 2 distinct
+		addHit(b, page(31, 3, "/a"), 404, 1, false)
 		b.SetPosition("a.log", 180)
 	})
 
@@ -82,11 +88,11 @@ func TestCommitMergesMinutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Minute{
-		{Time: t0, Counts: Counts{Requests: 5, PageViews: 4, Visitors: 3, Status: [5]int64{0, 3, 1, 1, 0},
-			Bytes: 202, Rejected: 1, Top: []PageCount{{"/a", 2}, {"/b", 2}}}},
-		{Time: t0.Add(time.Minute), Counts: Counts{Requests: 1, PageViews: 1, Visitors: 1, Status: [5]int64{0, 1, 0, 0, 0},
-			Bytes: 10, Top: []PageCount{{"/a", 1}}}},
+	want := []logtally.Bucket{
+		{Time: t0, Counts: logtally.Counts{Requests: 5, PageViews: 4, Visitors: 3, Status: [5]int64{0, 3, 1, 1, 0},
+			Bytes: 202, Rejected: 1, Top: []logtally.PageCount{{Path: "/a", PageViews: 2}, {Path: "/b", PageViews: 2}}}},
+		{Time: t0.Add(time.Minute), Counts: logtally.Counts{Requests: 1, PageViews: 1, Visitors: 1, Status: [5]int64{0, 1, 0, 0, 0},
+			Bytes: 10, Top: []logtally.PageCount{{Path: "/a", PageViews: 1}}}},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("minutes =\n%+v\nwant\n%+v", got, want)
@@ -103,13 +109,13 @@ func TestRollupsEqualSumOfMinutes(t *testing.T) {
 	s := mustOpen(t, Config{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 5 { // several batches, each over the whole span: late lines included
-		commit(t, s, func(b *Batch) {
+		commit(t, s, func(b *logtally.Batch) {
 			for range 3000 {
 				sec := int64(rng.IntN(3 * 3600))
 				if rng.IntN(3) == 0 {
-					b.Add(asset(sec), 200+100*rng.IntN(4), int64(rng.IntN(5000)), false)
+					addHit(b, asset(sec), 200+100*rng.IntN(4), int64(rng.IntN(5000)), false)
 				} else {
-					b.Add(page(sec, uint64(rng.IntN(500)), fmt.Sprintf("/p%d", rng.IntN(30))), 200, int64(rng.IntN(5000)), false)
+					addHit(b, page(sec, uint64(rng.IntN(500)), fmt.Sprintf("/p%d", rng.IntN(30))), 200, int64(rng.IntN(5000)), false)
 				}
 			}
 		})
@@ -120,8 +126,8 @@ func TestRollupsEqualSumOfMinutes(t *testing.T) {
 	if len(hours) != 3 || len(days) != 1 {
 		t.Fatalf("%d hours, %d days; want 3 and 1", len(hours), len(days))
 	}
-	sum := func(ms []Minute) Counts {
-		var c Counts
+	sum := func(ms []logtally.Bucket) logtally.Counts {
+		var c logtally.Counts
 		for _, m := range ms {
 			c.Requests += m.Requests
 			c.PageViews += m.PageViews
@@ -133,12 +139,12 @@ func TestRollupsEqualSumOfMinutes(t *testing.T) {
 		}
 		return c
 	}
-	same := func(a, b Counts) bool {
+	same := func(a, b logtally.Counts) bool {
 		return a.Requests == b.Requests && a.PageViews == b.PageViews && a.Bytes == b.Bytes &&
 			a.Rejected == b.Rejected && a.Status == b.Status
 	}
 	for _, h := range hours {
-		var in []Minute
+		var in []logtally.Bucket
 		for _, m := range minutes {
 			if m.Time.Truncate(time.Hour).Equal(h.Time) {
 				in = append(in, m)
@@ -158,11 +164,11 @@ func TestHourlyVisitorsWithinTwoPercent(t *testing.T) {
 	const n = 100_000
 	rng := rand.New(rand.NewPCG(3, 4))
 	for part := range 4 {
-		commit(t, s, func(b *Batch) {
+		commit(t, s, func(b *logtally.Batch) {
 			for i := part * n / 4; i < (part+1)*n/4; i++ {
 				v := rng.Uint64()
-				b.Add(page(int64(rng.IntN(3600)), v, "/"), 200, 0, false)
-				b.Add(page(int64(rng.IntN(3600)), v, "/"), 200, 0, false) // a repeat visit
+				addHit(b, page(int64(rng.IntN(3600)), v, "/"), 200, 0, false)
+				addHit(b, page(int64(rng.IntN(3600)), v, "/"), 200, 0, false) // a repeat visit
 			}
 		})
 	}
@@ -181,9 +187,9 @@ func TestHourlyVisitorsWithinTwoPercent(t *testing.T) {
 
 func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	s := mustOpen(t, Config{ExactVisitorsSpan: time.Hour})
-	commit(t, s, func(b *Batch) { b.Add(page(0, 1, "/"), 200, 0, false) })
-	commit(t, s, func(b *Batch) { b.Add(page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
-	commit(t, s, func(b *Batch) { b.Add(page(3*3600, 3, "/"), 200, 0, false) })
+	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
+	commit(t, s, func(b *logtally.Batch) { addHit(b, page(3*3600, 3, "/"), 200, 0, false) })
 	s.mu.Lock()
 	clear(s.touched) // as if the writes were long ago
 	s.mu.Unlock()
@@ -197,7 +203,10 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	if m[0].Visitors != 2 || m[0].Approximate {
 		t.Fatalf("compacted minute = %+v, want 2 exact visitors", m[0].Counts)
 	}
-	commit(t, s, func(b *Batch) { b.Add(page(5, 1, "/"), 200, 0, false); b.Add(page(6, 9, "/"), 200, 0, false) })
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(5, 1, "/"), 200, 0, false)
+		addHit(b, page(6, 9, "/"), 200, 0, false)
+	})
 	m, _ = s.Minutes(t0, t0)
 	if !m[0].Approximate || m[0].Visitors != 3 || m[0].PageViews != 4 {
 		t.Errorf("late lines into a compacted minute: %+v, want 4 page views, ~3 visitors, approximate", m[0].Counts)
@@ -215,9 +224,9 @@ func TestRetention(t *testing.T) {
 	day := int64(24 * 3600)
 	// Written before the clock moved, as if stored long ago.
 	s.cfg.Now = func() time.Time { return t0 }
-	commit(t, s, func(b *Batch) {
+	commit(t, s, func(b *logtally.Batch) {
 		for _, d := range []int64{0, 6, 12, 20} { // 30, 24, 18 and 10 days before now
-			b.Add(page(d*day, 1, "/"), 200, 0, false)
+			addHit(b, page(d*day, 1, "/"), 200, 0, false)
 		}
 	})
 	s.cfg.Now = func() time.Time { return now }
@@ -232,7 +241,7 @@ func TestRetention(t *testing.T) {
 		t.Errorf("after pruning: %d minutes, %d hours, %d days; want 1, 2, 3", len(minutes), len(hours), len(days))
 	}
 	// New lines older than retention still reach their rollups, not their minute.
-	commit(t, s, func(b *Batch) { b.Add(page(13*day, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *logtally.Batch) { addHit(b, page(13*day, 1, "/"), 200, 0, false) })
 	if m, _ := s.Minutes(all, now); len(m) != 1 {
 		t.Errorf("expired minute written: %d minutes", len(m))
 	}
@@ -244,19 +253,19 @@ func TestRetention(t *testing.T) {
 func TestPathCountsCapsAndFolding(t *testing.T) {
 	now := fixedNow()
 	s := mustOpen(t, Config{MaxPaths: 2, MaxDayPaths: 2, Now: func() time.Time { return now }})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(0, 1, "/a"), 200, 0, false)
-		b.Add(page(1, 1, "/a"), 200, 0, false)
-		b.Add(page(2, 1, "/b"), 200, 0, false)
-		b.Add(page(24*3600, 1, "/c"), 200, 0, false) // the next day
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(0, 1, "/a"), 200, 0, false)
+		addHit(b, page(1, 1, "/a"), 200, 0, false)
+		addHit(b, page(2, 1, "/b"), 200, 0, false)
+		addHit(b, page(24*3600, 1, "/c"), 200, 0, false) // the next day
 	})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(3, 1, "/c"), 200, 0, false) // the day's cap is reached: /c counts as other
-		b.Add(page(4, 1, "/d"), 200, 0, false)
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(3, 1, "/c"), 200, 0, false) // the day's cap is reached: /c counts as other
+		addHit(b, page(4, 1, "/d"), 200, 0, false)
 	})
-	check := func(when string, want []PathCount) {
+	check := func(when string, want []logtally.PathCount) {
 		t.Helper()
-		got, err := s.PathCounts([]string{"/a", "/b", "/c", "/d", OtherPath}, t0)
+		got, err := s.PathCounts([]string{"/a", "/b", "/c", "/d", logtally.OtherPath}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +273,7 @@ func TestPathCountsCapsAndFolding(t *testing.T) {
 			t.Errorf("%s: PathCounts = %+v\nwant %+v", when, got, want)
 		}
 	}
-	want := []PathCount{{"/a", 2, 2}, {"/b", 1, 1}, {"/c", 0, 1}, {"/d", 0, 0}, {OtherPath, 2, 2}}
+	want := []logtally.PathCount{{Path: "/a", Day: 2, Total: 2}, {Path: "/b", Day: 1, Total: 1}, {Path: "/c", Day: 0, Total: 1}, {Path: "/d", Day: 0, Total: 0}, {Path: logtally.OtherPath, Day: 2, Total: 2}}
 	check("before folding", want)
 
 	// The first day is over: folding it into the all-time totals changes no
@@ -279,32 +288,32 @@ func TestPathCountsCapsAndFolding(t *testing.T) {
 	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	check("after folding both days", []PathCount{{"/a", 2, 2}, {"/b", 1, 1}, {"/c", 0, 0}, {"/d", 0, 0}, {OtherPath, 2, 3}})
+	check("after folding both days", []logtally.PathCount{{Path: "/a", Day: 2, Total: 2}, {Path: "/b", Day: 1, Total: 1}, {Path: "/c", Day: 0, Total: 0}, {Path: "/d", Day: 0, Total: 0}, {Path: logtally.OtherPath, Day: 2, Total: 3}})
 
 	// A late line for a folded day reaches its day and the all-time totals.
-	commit(t, s, func(b *Batch) { b.Add(page(5, 1, "/a"), 200, 0, false) })
-	check("after a late line", []PathCount{{"/a", 3, 3}, {"/b", 1, 1}, {"/c", 0, 0}, {"/d", 0, 0}, {OtherPath, 2, 3}})
+	commit(t, s, func(b *logtally.Batch) { addHit(b, page(5, 1, "/a"), 200, 0, false) })
+	check("after a late line", []logtally.PathCount{{Path: "/a", Day: 3, Total: 3}, {Path: "/b", Day: 1, Total: 1}, {Path: "/c", Day: 0, Total: 0}, {Path: "/d", Day: 0, Total: 0}, {Path: logtally.OtherPath, Day: 2, Total: 3}})
 }
 
 func TestSeries(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *Batch) {
+	commit(t, s, func(b *logtally.Batch) {
 		for i := range int64(20) {
 			// One page view a minute from three visitors, with hashes spread
 			// over 64 bits as real visitor hashes are.
-			b.Add(page(i*60, uint64(i%3+1)*0x9e3779b97f4a7c15, "/"), 200, 0, false)
+			addHit(b, page(i*60, uint64(i%3+1)*0x9e3779b97f4a7c15, "/"), 200, 0, false)
 		}
 	})
 	tests := []struct {
 		step   time.Duration
 		points int
-		first  Point
+		first  logtally.Point
 		approx bool
 	}{
-		{time.Minute, 20, Point{Time: t0, Requests: 1, PageViews: 1, Visitors: 1}, false},
-		{5 * time.Minute, 4, Point{Time: t0, Requests: 5, PageViews: 5, Visitors: 3}, true},
-		{time.Hour, 1, Point{Time: t0, Requests: 20, PageViews: 20, Visitors: 3}, true},
-		{24 * time.Hour, 1, Point{Time: t0.Truncate(24 * time.Hour), Requests: 20, PageViews: 20, Visitors: 3}, true},
+		{time.Minute, 20, logtally.Point{Time: t0, Requests: 1, PageViews: 1, Visitors: 1}, false},
+		{5 * time.Minute, 4, logtally.Point{Time: t0, Requests: 5, PageViews: 5, Visitors: 3}, true},
+		{time.Hour, 1, logtally.Point{Time: t0, Requests: 20, PageViews: 20, Visitors: 3}, true},
+		{24 * time.Hour, 1, logtally.Point{Time: t0.Truncate(24 * time.Hour), Requests: 20, PageViews: 20, Visitors: 3}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step.String(), func(t *testing.T) {
@@ -318,8 +327,8 @@ func TestSeries(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.Series(t0, t0.Add(MaxPoints*time.Minute), time.Minute); !errors.Is(err, ErrTooManyPoints) {
-		t.Errorf("10,001 points: err = %v, want ErrTooManyPoints", err)
+	if _, err := s.Series(t0, t0.Add(logtally.MaxPoints*time.Minute), time.Minute); !errors.Is(err, logtally.ErrTooManyPoints) {
+		t.Errorf("10,001 points: err = %v, want logtally.ErrTooManyPoints", err)
 	}
 }
 
@@ -329,12 +338,12 @@ func TestSeries(t *testing.T) {
 func TestWindowSecondKeepsTopPaths(t *testing.T) {
 	s := mustOpen(t, Config{})
 	const extra = 700
-	fill := func(from, to int) func(b *Batch) {
-		return func(b *Batch) {
+	fill := func(from, to int) func(b *logtally.Batch) {
+		return func(b *logtally.Batch) {
 			for i := from; i < to; i++ {
-				b.Add(page(0, uint64(i), fmt.Sprintf("/once/%d", i)), 200, 100, true)
+				addHit(b, page(0, uint64(i), fmt.Sprintf("/once/%d", i)), 200, 100, true)
 				if i%2 == 0 {
-					b.Add(page(0, uint64(i), "/popular"), 200, 100, true)
+					addHit(b, page(0, uint64(i), "/popular"), 200, 100, true)
 				}
 			}
 		}
@@ -356,21 +365,21 @@ func TestWindowSecondKeepsTopPaths(t *testing.T) {
 
 func TestWindowSeconds(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(0, 1, "/a"), 200, 0, true)
-		b.Add(page(0, 2, "/a"), 200, 0, true)
-		b.Add(page(1, 1, "/b"), 200, 0, true)
-		b.Add(page(2, 1, "/x"), 200, 0, false) // not live: not kept per second
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(0, 1, "/a"), 200, 0, true)
+		addHit(b, page(0, 2, "/a"), 200, 0, true)
+		addHit(b, page(1, 1, "/b"), 200, 0, true)
+		addHit(b, page(2, 1, "/x"), 200, 0, false) // not live: not kept per second
 	})
-	commit(t, s, func(b *Batch) {
-		b.Add(page(1, 3, "/b"), 200, 0, true)
+	commit(t, s, func(b *logtally.Batch) {
+		addHit(b, page(1, 3, "/b"), 200, 0, true)
 		b.SetWindowStart(t0.Unix() + 1) // second 0 has left the window
 	})
 	got, err := s.WindowSeconds(0, math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []WindowSecond{{Time: t0.Unix() + 1, Requests: 2, PageViews: 2, Visitors: []uint64{1, 3},
+	want := []logtally.Second{{Time: t0.Unix() + 1, Requests: 2, PageViews: 2, Visitors: []uint64{1, 3},
 		Paths: map[string]int64{"/b": 2}}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("seconds = %+v, want %+v", got, want)
@@ -384,7 +393,7 @@ func TestReopenKeepsDataAndSalt(t *testing.T) {
 		t.Fatal(err)
 	}
 	salt := s.Salt()
-	commit(t, s, func(b *Batch) { b.Add(page(0, 9, "/"), 200, 0, false) })
+	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 9, "/"), 200, 0, false) })
 	s.Close()
 
 	s = mustOpen(t, Config{Path: path})
@@ -419,9 +428,9 @@ func TestRefusesUnknownSchema(t *testing.T) {
 // TestRecordEncodingGolden pins the stored layout: a change to it must come
 // with a new encoding version.
 func TestRecordEncodingGolden(t *testing.T) {
-	r := record{Counts: Counts{Requests: 300, PageViews: 7, Visitors: 3, Approximate: true,
+	r := record{Counts: logtally.Counts{Requests: 300, PageViews: 7, Visitors: 3, Approximate: true,
 		Status: [5]int64{0, 250, 20, 25, 5}, Bytes: 123456, Rejected: 2,
-		Top: []PageCount{{"/a", 4}, {"/b/c", 2}}, Other: 1}}
+		Top: []logtally.PageCount{{Path: "/a", PageViews: 4}, {Path: "/b/c", PageViews: 2}}, Other: 1}}
 	for _, v := range []uint64{1, 5, 1 << 63} {
 		r.sketch().InsertHash(v)
 	}
@@ -459,7 +468,7 @@ func TestRecordEncodingGolden(t *testing.T) {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	r := record{Counts: Counts{Requests: 1, Top: []PageCount{{"/", 1}}}}
+	r := record{Counts: logtally.Counts{Requests: 1, Top: []logtally.PageCount{{Path: "/", PageViews: 1}}}}
 	enc, _ := r.encode()
 	f.Add(enc)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -516,20 +525,20 @@ func TestMergeTopEqualsFullSort(t *testing.T) {
 		all := make(map[string]int64)
 		var other int64
 		for range 1 + rng.IntN(3) { // merges into the same minute
-			var delta []PageCount
+			var delta []logtally.PageCount
 			for i := range rng.IntN(80) {
 				p := fmt.Sprintf("/%d", rng.IntN(60))
-				if slices.ContainsFunc(delta, func(pc PageCount) bool { return pc.Path == p }) {
+				if slices.ContainsFunc(delta, func(pc logtally.PageCount) bool { return pc.Path == p }) {
 					continue
 				}
-				delta = append(delta, PageCount{p, int64(1 + rng.IntN(1+i%4))})
+				delta = append(delta, logtally.PageCount{Path: p, PageViews: int64(1 + rng.IntN(1+i%4))})
 			}
 			// What the minute must keep: the n first of everything it
 			// kept and the delta, in byViews order; paths sent to Other
 			// earlier stay there.
 			want := slices.Clone(r.Top)
 			for _, pc := range delta {
-				if j := slices.IndexFunc(want, func(w PageCount) bool { return w.Path == pc.Path }); j >= 0 {
+				if j := slices.IndexFunc(want, func(w logtally.PageCount) bool { return w.Path == pc.Path }); j >= 0 {
 					want[j].PageViews += pc.PageViews
 				} else {
 					want = append(want, pc)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally"
 )
 
 // steadyStream is a 10-minute window fed 1,000 lines a second, 70% of them
@@ -16,7 +16,7 @@ import (
 // little late: the window is full, so every second that arrives evicts one.
 type steadyStream struct {
 	w    *Window
-	hits []Hit
+	hits []logtally.Hit
 	i    int
 	sec  int64
 }
@@ -30,9 +30,9 @@ func newSteadyStream() *steadyStream {
 		paths[i] = fmt.Appendf(nil, "/section/%d/article-%d", i%37, i)
 	}
 	st := &steadyStream{w: New(DefaultConfig(), t0), sec: t0.Unix()}
-	st.hits = make([]Hit, 1<<16)
+	st.hits = make([]logtally.Hit, 1<<16)
 	for i := range st.hits {
-		st.hits[i] = Hit{
+		st.hits[i] = logtally.Hit{
 			Time:     -int64(rng.IntN(4) / 3 * rng.IntN(30)), // offset from now: a quarter are late
 			PageView: rng.IntN(10) < 7,
 			Visitor:  mix(uint64(rng.IntN(20_000))),
@@ -164,7 +164,7 @@ func BenchmarkHeap(b *testing.B) {
 					}
 					sec := t0.Unix() - 599 + int64(i)*600/int64(l.pageviews)
 					buf = l.path(i, buf[:0], rng)
-					w.Add(Hit{Time: sec, PageView: true, Visitor: l.visitor(i), Path: buf})
+					w.Add(logtally.Hit{Time: sec, PageView: true, Visitor: l.visitor(i), Path: buf})
 				}
 				s := w.Publish()
 				if s.PageViews != int64(l.pageviews) {
@@ -186,17 +186,4 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// BenchmarkClassify is the cost of the page-view rules for a browser's page
-// view, the common and slowest case: every bot token is searched for.
-func BenchmarkClassify(b *testing.B) {
-	r := DefaultRules()
-	r.Init()
-	rec := &parser.Record{Host: []byte("203.0.113.77"), Time: t0, Method: []byte("GET"), Path: []byte("/blog/2026/11/a-post"),
-		Status: 200, UserAgent: []byte("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")}
-	b.ReportAllocs()
-	for range b.N {
-		r.Classify(rec)
-	}
 }

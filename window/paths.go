@@ -3,6 +3,8 @@ package window
 import (
 	"cmp"
 	"slices"
+
+	"github.com/logtally/logtally"
 )
 
 // pathTable counts page views per path for at most max paths, by the
@@ -270,16 +272,16 @@ func (t *pathTable) unlink(id int32) {
 // top returns up to k paths with the largest counts, by own page views then
 // path. Paths whose own views have all left the window are skipped. The cost
 // is O(k log k), whatever the number of paths.
-func (t *pathTable) top(k int) []PageCount {
-	out := make([]PageCount, 0, min(k, len(t.index)))
+func (t *pathTable) top(k int) []logtally.PageCount {
+	out := make([]logtally.PageCount, 0, min(k, len(t.index)))
 	for b := t.maxB; b != nilID && len(out) < k; b = t.buckets[b].prev {
 		for id := t.buckets[b].head; id != nilID && len(out) < k; id = t.entries[id].next {
 			if e := &t.entries[id]; e.own > 0 {
-				out = append(out, PageCount{Path: e.path, PageViews: e.own})
+				out = append(out, logtally.PageCount{Path: e.path, PageViews: e.own})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b PageCount) int {
+	slices.SortFunc(out, func(a, b logtally.PageCount) int {
 		if c := cmp.Compare(b.PageViews, a.PageViews); c != 0 {
 			return c
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally"
 )
 
 // TestPathTableInvariants drives a small table with random adds and removes
@@ -109,11 +111,11 @@ func TestHeavyHitterSurvivesFlood(t *testing.T) {
 		}
 		if path != "" {
 			inWindow[path] = append(inWindow[path], sec)
-			w.Add(Hit{Time: sec, PageView: true, Visitor: uint64(i), Path: []byte(path)})
+			w.Add(logtally.Hit{Time: sec, PageView: true, Visitor: uint64(i), Path: []byte(path)})
 			continue
 		}
 		buf = fmt.Appendf(buf[:0], "/random/%d", rng.Uint64())
-		w.Add(Hit{Time: sec, PageView: true, Visitor: uint64(i), Path: buf})
+		w.Add(logtally.Hit{Time: sec, PageView: true, Visitor: uint64(i), Path: buf})
 		if i > 0 && i%(perSec/2) == 0 {
 			for p := range heavy {
 				inWindow[p] = slices.DeleteFunc(inWindow[p], func(s int64) bool { return s <= sec-length })
@@ -181,7 +183,7 @@ func TestFloodKeepsListsBounded(t *testing.T) {
 		}
 		after := w.refsAfter
 		buf = fmt.Appendf(buf[:0], "/random/%d", rng.Uint64())
-		w.Add(Hit{Time: sec, PageView: true, Visitor: mix(uint64(i % visitors)), Path: buf})
+		w.Add(logtally.Hit{Time: sec, PageView: true, Visitor: mix(uint64(i % visitors)), Path: buf})
 		if w.refsAfter != after {
 			compactions++
 		}

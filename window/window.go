@@ -46,6 +46,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/logtally/logtally"
 )
 
 // Defaults for Config.
@@ -55,9 +57,6 @@ const (
 	DefaultMaxPaths    = 100_000
 	DefaultMaxVisitors = 5_000_000
 )
-
-// MaxPages is how many of the top pages a Snapshot carries.
-const MaxPages = 1000
 
 // ErrTooNew is the reason a hit further in the future than MaxSkew is
 // rejected: a clock that far ahead is wrong, and holding its lines would let
@@ -229,7 +228,7 @@ func mod(sec, n int64) int {
 
 // Add counts one hit, holds it, or turns it away; see Outcome. A TooNew hit
 // is counted as a rejected line. Add does not allocate in steady state.
-func (w *Window) Add(h Hit) Outcome {
+func (w *Window) Add(h logtally.Hit) Outcome {
 	switch {
 	case h.Time <= w.now-w.length:
 		return TooOld
@@ -428,7 +427,7 @@ func (w *Window) addPath(s *slot, path []byte, n int64) {
 }
 
 // hold keeps a future hit, with a copy of its path, until its second.
-func (w *Window) hold(h Hit) {
+func (w *Window) hold(h logtally.Hit) {
 	f := &w.future[mod(h.Time, w.skew)]
 	if f.sec != h.Time {
 		f.sec = h.Time
@@ -543,40 +542,11 @@ func (w *Window) evict(s *slot) bool {
 // Start returns the first second inside the window.
 func (w *Window) Start() int64 { return w.now - w.length + 1 }
 
-// Snapshot is an immutable view of a window at one moment.
-type Snapshot struct {
-	From      time.Time // start of the window: its first second
-	To        time.Time // end of the window: just after its last second
-	Length    time.Duration
-	Requests  int64
-	PageViews int64
-	Visitors  int64
-	// Approximate is set when Visitors is an estimate, because the window
-	// holds more distinct visitors than Config.MaxVisitors.
-	Approximate bool
-	Rejected    int64       // lines rejected in the window: unparsable, or too far in the future
-	Pages       []PageCount // top pages, most viewed first, then by path; at most MaxPages
-}
-
-// PageCount is one path's page views in a Snapshot.
-type PageCount struct {
-	Path      string
-	PageViews int64
-}
-
-// PathViews returns a path's page views in the snapshot, and whether the
-// path is among the snapshot's pages.
-func (s *Snapshot) PathViews(path string) (int64, bool) {
-	for _, p := range s.Pages {
-		if p.Path == path {
-			return p.PageViews, true
-		}
-	}
-	return 0, false
-}
+// Snapshot is the window's published view: see logtally.Snapshot.
+type Snapshot = logtally.Snapshot
 
 // Publish makes a Snapshot of the current counts the one that Current
-// returns, and returns it. It costs O(MaxPages log MaxPages) when pages
+// returns, and returns it. It costs O(logtally.MaxPages log logtally.MaxPages) when pages
 // changed and nothing when nothing did, so it may be called as often as
 // wanted.
 func (w *Window) Publish() *Snapshot {
@@ -594,7 +564,7 @@ func (w *Window) Publish() *Snapshot {
 	if prev := w.current.Load(); prev != nil && !w.paths.changed {
 		s.Pages = prev.Pages // immutable, so shared
 	} else {
-		s.Pages = w.paths.top(MaxPages)
+		s.Pages = w.paths.top(logtally.MaxPages)
 		w.paths.changed = false
 	}
 	switch {

@@ -1,24 +1,24 @@
 package window
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-func pv(sec int64, visitor uint64, path string) Hit {
-	return Hit{Time: t0.Unix() + sec, PageView: true, Visitor: visitor, Path: []byte(path)}
+func pv(sec int64, visitor uint64, path string) logtally.Hit {
+	return logtally.Hit{Time: t0.Unix() + sec, PageView: true, Visitor: visitor, Path: []byte(path)}
 }
 
-func other(sec int64) Hit { return Hit{Time: t0.Unix() + sec, Path: []byte("/x.css")} }
+func other(sec int64) logtally.Hit {
+	return logtally.Hit{Time: t0.Unix() + sec, Path: []byte("/x.css")}
+}
 
 func TestSlidesSecondBySecond(t *testing.T) {
 	w := New(Config{Length: 10 * time.Second}, t0)
@@ -94,7 +94,7 @@ func TestOldAndFutureHits(t *testing.T) {
 	w := New(Config{Length: 10 * time.Second, MaxSkew: 5 * time.Second}, t0)
 	tests := []struct {
 		name string
-		hit  Hit
+		hit  logtally.Hit
 		want Outcome
 	}{
 		{"older than the window", pv(-10, 1, "/old"), TooOld},
@@ -125,7 +125,7 @@ func TestOldAndFutureHits(t *testing.T) {
 	if s.Requests != 4 || s.Visitors != 4 {
 		t.Fatalf("at +6s: %+v, want 4 requests and visitors (+5 and +6 came)", s)
 	}
-	if want := []PageCount{{"/future", 1}, {"/now", 1}, {"/six", 1}, {"/soon", 1}}; !slices.Equal(s.Pages, want) {
+	if want := []logtally.PageCount{{Path: "/future", PageViews: 1}, {Path: "/now", PageViews: 1}, {Path: "/six", PageViews: 1}, {Path: "/soon", PageViews: 1}}; !slices.Equal(s.Pages, want) {
 		t.Errorf("pages = %v, want %v", s.Pages, want)
 	}
 	w.Advance(t0.Add(10 * time.Second)) // the rejected line's second, 0, leaves
@@ -161,7 +161,7 @@ func TestPagesOrder(t *testing.T) {
 		w.Add(pv(-int64(i), uint64(i), p))
 	}
 	got := w.Publish().Pages
-	want := []PageCount{{"/b", 3}, {"/a", 2}, {"/c", 1}}
+	want := []logtally.PageCount{{Path: "/b", PageViews: 3}, {Path: "/a", PageViews: 2}, {Path: "/c", PageViews: 1}}
 	if !slices.Equal(got, want) {
 		t.Errorf("pages = %v, want %v", got, want)
 	}
@@ -209,7 +209,7 @@ func TestMatchesBruteForce(t *testing.T) {
 					w.Reject()
 					m.rejected = append(m.rejected, m.now)
 				default:
-					h := Hit{
+					h := logtally.Hit{
 						Time:     m.now - int64(rng.IntN(int(length)+3)) + int64(rng.IntN(int(skew)+3)),
 						PageView: rng.IntN(3) > 0,
 						Visitor:  mix(uint64(rng.IntN(40))),
@@ -230,12 +230,12 @@ func TestMatchesBruteForce(t *testing.T) {
 // model is the brute-force window: it keeps every hit.
 type model struct {
 	length, skew, now int64
-	hits              []Hit
+	hits              []logtally.Hit
 	rejected          []int64 // seconds
 	approximate       int     // snapshots with estimated visitors
 }
 
-func (m *model) add(h Hit) Outcome {
+func (m *model) add(h logtally.Hit) Outcome {
 	switch {
 	case h.Time <= m.now-m.length:
 		return TooOld
@@ -258,7 +258,7 @@ func (m *model) check(t *testing.T, s *Snapshot, maxPaths int, exactPaths bool, 
 	visitors := map[uint64]bool{}
 	paths := map[string]int64{}
 	// The window never goes back: what is behind it can go.
-	m.hits = slices.DeleteFunc(m.hits, func(h Hit) bool { return h.Time <= m.now-m.length })
+	m.hits = slices.DeleteFunc(m.hits, func(h logtally.Hit) bool { return h.Time <= m.now-m.length })
 	m.rejected = slices.DeleteFunc(m.rejected, func(sec int64) bool { return sec <= m.now-m.length })
 	for _, h := range m.hits {
 		if !m.in(h.Time) {
@@ -319,64 +319,6 @@ func (m *model) check(t *testing.T, s *Snapshot, maxPaths int, exactPaths bool, 
 	}
 }
 
-func TestClassify(t *testing.T) {
-	rules := DefaultRules()
-	rules.Init()
-	rec := func(method, path string, status int, ua string) *parser.Record {
-		return &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte(method),
-			Path: []byte(path), Status: status, UserAgent: []byte(ua)}
-	}
-	const browser = "Mozilla/5.0 (Windows NT 10.0) Firefox/120.0"
-	tests := []struct {
-		name string
-		rec  *parser.Record
-		want bool
-	}{
-		{"page", rec("GET", "/blog/post", 200, browser), true},
-		{"redirect", rec("GET", "/old", 301, browser), true},
-		{"dotted page", rec("GET", "/v1.2/notes", 200, browser), true},
-		{"not found", rec("GET", "/missing", 404, browser), false},
-		{"post", rec("POST", "/login", 200, browser), false},
-		{"asset", rec("GET", "/static/app.CSS", 200, browser), false},
-		{"image", rec("GET", "/img/logo.png", 200, browser), false},
-		{"crawler", rec("GET", "/", 200, "Mozilla/5.0 (compatible; Googlebot/2.1)"), false},
-		{"curl", rec("GET", "/", 200, "curl/8.5.0"), false},
-		{"no agent", rec("GET", "/", 200, "-"), false},
-		{"long agent", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)), true},
-		{"long crawler", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)+"SpiderX"), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := rules.Classify(tt.rec).PageView; got != tt.want {
-				t.Errorf("PageView = %v, want %v", got, tt.want)
-			}
-		})
-	}
-	bots := DefaultRules()
-	bots.IncludeBots = true
-	bots.Init()
-	if !bots.Classify(rec("GET", "/", 200, "Googlebot")).PageView {
-		t.Error("IncludeBots: crawler page view not counted")
-	}
-}
-
-func TestVisitorKey(t *testing.T) {
-	a := &parser.Record{Host: []byte("192.0.2.1"), Method: []byte("GET"), Path: []byte("/"), Status: 200, UserAgent: []byte("Firefox")}
-	b := *a
-	b.UserAgent = []byte("Chrome")
-	for _, tt := range []struct {
-		key  string
-		same bool
-	}{{KeyHost, true}, {KeyHostUA, false}} {
-		r := DefaultRules()
-		r.VisitorKey = tt.key
-		r.Init()
-		if got := r.Classify(a).Visitor == r.Classify(&b).Visitor; got != tt.same {
-			t.Errorf("%s: same visitor = %v, want %v", tt.key, got, tt.same)
-		}
-	}
-}
-
 func TestSeed(t *testing.T) {
 	w := New(Config{Length: 2 * time.Minute}, t0)
 	w.Seed(t0.Unix()-200, 5, 5, []uint64{1}, map[string]int64{"/gone": 5}) // before the window
@@ -386,79 +328,12 @@ func TestSeed(t *testing.T) {
 	if s.Requests != 6 || s.PageViews != 5 || s.Visitors != 3 {
 		t.Fatalf("seeded: %+v, want 6 requests, 5 page views, 3 visitors", s)
 	}
-	if want := []PageCount{{"/a", 4}, {"/b", 1}}; !slices.Equal(s.Pages, want) {
+	if want := []logtally.PageCount{{Path: "/a", PageViews: 4}, {Path: "/b", PageViews: 1}}; !slices.Equal(s.Pages, want) {
 		t.Errorf("pages = %v, want %v", s.Pages, want)
 	}
 	w.Advance(t0.Add(60 * time.Second)) // the minute seeded at -61 leaves
 	if s := w.Publish(); s.Requests != 2 || s.Visitors != 2 {
 		t.Errorf("after slide: %+v, want 2 requests, 2 visitors", s)
-	}
-}
-
-func TestRulesFlags(t *testing.T) {
-	browser := []byte("Mozilla/5.0 Firefox/120.0")
-	rec := func(method, path string, status int, ua []byte) *parser.Record {
-		return &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte(method), Path: []byte(path),
-			Status: status, UserAgent: ua}
-	}
-	tests := []struct {
-		name string
-		args []string
-		rec  *parser.Record
-		want bool
-	}{
-		{"defaults", nil, rec("GET", "/a", 200, browser), true},
-		{"HEAD by default", nil, rec("HEAD", "/a", 200, browser), false},
-		{"HEAD allowed", []string{"--pageview-methods", "GET, HEAD"}, rec("HEAD", "/a", 200, browser), true},
-		{"status range", []string{"--pageview-status", "200-299"}, rec("GET", "/a", 301, browser), false},
-		{"asset list replaced", []string{"--asset-exts", "PHP"}, rec("GET", "/x.php", 200, browser), false},
-		{"css no longer an asset", []string{"--asset-exts", "php"}, rec("GET", "/x.css", 200, browser), true},
-		{"bot list replaced", []string{"--bot-agents", "Firefox"}, rec("GET", "/a", 200, browser), false},
-		{"curl not a bot then", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("curl/8")), true},
-		{"empty agent still a bot", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("-")), false},
-		{"include bots", []string{"--include-bots"}, rec("GET", "/a", 200, []byte("-")), true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := DefaultRules()
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			r.RegisterFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			r.Init()
-			if got := r.Classify(tt.rec).PageView; got != tt.want {
-				t.Errorf("PageView = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestRulesValidate(t *testing.T) {
-	for _, args := range [][]string{
-		{"--visitor-key", "ip"},
-		{"--pageview-status", "399-200"},
-		{"--pageview-methods", ""},
-	} {
-		r := DefaultRules()
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		r.RegisterFlags(fs)
-		err := fs.Parse(args)
-		if err == nil {
-			err = r.Validate()
-		}
-		if err == nil {
-			t.Errorf("%v: no error", args)
-		}
-	}
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	r := DefaultRules()
-	r.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--pageview-status", "2xx"}); err == nil {
-		t.Error("--pageview-status 2xx: no error")
 	}
 }
 
@@ -478,17 +353,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestClassifyDoesNotAllocate(t *testing.T) {
-	r := DefaultRules()
-	r.VisitorKey = KeyHostUA
-	r.Init()
-	rec := &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte("GET"), Path: []byte("/Blog/Post.HTML"),
-		Status: 200, UserAgent: []byte("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0")}
-	if n := testing.AllocsPerRun(100, func() { r.Classify(rec) }); n != 0 {
-		t.Errorf("Classify: %v allocs, want 0", n)
-	}
-}
-
 // TestAddDoesNotAllocate checks BenchmarkAdd's 0 allocs/op in the normal test
 // run, on a small window that has gone round a few times. (A path that is
 // new to the window, or folded into the table, takes one string.)
@@ -504,7 +368,7 @@ func TestAddDoesNotAllocate(t *testing.T) {
 			sec++
 			w.Advance(time.Unix(sec, 0))
 		}
-		w.Add(Hit{Time: sec - int64(i%7) + int64(i%3), PageView: i%4 > 0, Visitor: mix(uint64(i % 300)), Path: paths[i%len(paths)]})
+		w.Add(logtally.Hit{Time: sec - int64(i%7) + int64(i%3), PageView: i%4 > 0, Visitor: mix(uint64(i % 300)), Path: paths[i%len(paths)]})
 		i++
 	}
 	for range 5000 {
@@ -513,4 +377,12 @@ func TestAddDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(2000, next); n != 0 {
 		t.Errorf("Add: %v allocs per line, want 0", n)
 	}
+}
+
+// mix spreads small integers over 64 bits (splitmix64's finalizer), as
+// visitor hashes are spread, for the sketches' sake.
+func mix(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }

@@ -16,10 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/internal/loggen"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
-	"github.com/logtally/logtally/window"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -73,12 +74,13 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 	if err != nil {
 		return err
 	}
-	rules := window.DefaultRules()
-	rules.Salt = s.Salt()
-	rules.Init()
+	classifier, err := classify.New(classify.DefaultConfig(), s.Salt())
+	if err != nil {
+		return err
+	}
 	g := loggen.New(loggen.Config{Seed: 1, Start: start, Step: 24 * time.Hour / time.Duration(lines),
 		Hosts: hosts, Paths: paths})
-	b := storage.NewBatch()
+	b := logtally.NewBatch()
 	var rec parser.Record
 	var line []byte
 	began := time.Now()
@@ -89,7 +91,8 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 		if format.Parse(line, &rec) != nil {
 			b.Reject(rec.Time.Unix())
 		} else {
-			b.Add(rules.Classify(&rec), rec.Status, rec.Bytes, false)
+			h := classifier.Classify(&rec)
+			b.Add(&h, false)
 		}
 		if (i+1)%batchLines == 0 || i == lines-1 {
 			t := time.Now()

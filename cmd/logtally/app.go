@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
@@ -51,7 +52,7 @@ type Main struct {
 
 	Parser parser.Config
 	Window window.Config
-	Rules  window.Rules
+	Rules  classify.Config
 	Store  storage.Config
 	Tailer tailer.Config
 	Ingest ingest.Config // its Format, Store, ... are filled in by Run
@@ -88,7 +89,7 @@ type Main struct {
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
 	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.LookupEnv,
-		Window: window.DefaultConfig(), Rules: window.DefaultRules()}
+		Window: window.DefaultConfig(), Rules: classify.DefaultConfig()}
 }
 
 // ParseFlags reads the command and its flags, and checks them before
@@ -182,13 +183,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.store, err = storage.OpenConfig(storeCfg); err != nil {
 		return err
 	}
-	m.Rules.Salt = m.store.Salt()
-	m.Rules.Init()
+	classifier, err := classify.New(m.Rules, m.store.Salt())
+	if err != nil {
+		return err
+	}
 	if err := m.openWindow(); err != nil {
 		return err
 	}
 	cfg := m.Ingest
-	cfg.Format, cfg.Rules, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, &m.Rules, m.win, m.store, m.Now, m.Logger
+	cfg.Format, cfg.Classifier, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, classifier, m.win, m.store, m.Now, m.Logger
 	cfg.PersistWindow = m.Command == "run"
 	if m.wrapStore != nil {
 		cfg.Store = m.wrapStore(m.store)

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/internal/loggen"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
-	"github.com/logtally/logtally/window"
 )
 
 // childEnv, when set, makes the test binary run logtally with the
@@ -119,7 +120,7 @@ func TestCrashRecoveryIsExact(t *testing.T) {
 	// parsed line. Only the total of rejected lines is exact, so minutes that
 	// hold nothing else are set aside.
 	var rejected int64
-	var counted []storage.Minute
+	var counted []logtally.Bucket
 	for _, m := range got {
 		rejected += m.Rejected
 		m.Rejected = 0
@@ -142,17 +143,18 @@ func TestCrashRecoveryIsExact(t *testing.T) {
 
 // recount computes every minute from the raw log, independently of the
 // batching that stored it.
-func recount(t *testing.T, data []byte, salt uint64) ([]storage.Minute, int64) {
+func recount(t *testing.T, data []byte, salt uint64) ([]logtally.Bucket, int64) {
 	t.Helper()
 	format, err := parser.New("combined")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := window.DefaultRules()
-	rules.Salt = salt
-	rules.Init()
+	rules, err := classify.New(classify.DefaultConfig(), salt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	type acc struct {
-		storage.Counts
+		logtally.Counts
 		visitors map[uint64]bool
 		paths    map[string]int64
 	}
@@ -183,7 +185,7 @@ func recount(t *testing.T, data []byte, salt uint64) ([]storage.Minute, int64) {
 			a.paths[string(h.Path)]++
 		}
 	}
-	var out []storage.Minute
+	var out []logtally.Bucket
 	for _, k := range slices.Sorted(func(yield func(int64) bool) {
 		for k := range minutes {
 			if !yield(k) {
@@ -194,9 +196,9 @@ func recount(t *testing.T, data []byte, salt uint64) ([]storage.Minute, int64) {
 		a := minutes[k]
 		a.Visitors = int64(len(a.visitors))
 		for p, n := range a.paths {
-			a.Top = append(a.Top, storage.PageCount{Path: p, PageViews: n})
+			a.Top = append(a.Top, logtally.PageCount{Path: p, PageViews: n})
 		}
-		slices.SortFunc(a.Top, func(x, y storage.PageCount) int {
+		slices.SortFunc(a.Top, func(x, y logtally.PageCount) int {
 			if x.PageViews != y.PageViews {
 				return int(y.PageViews - x.PageViews)
 			}
@@ -205,7 +207,7 @@ func recount(t *testing.T, data []byte, salt uint64) ([]storage.Minute, int64) {
 		if len(a.Top) > storage.DefaultTopPages {
 			t.Fatalf("minute %d has %d paths; the test expects all in the top list", k, len(a.Top))
 		}
-		out = append(out, storage.Minute{Time: time.Unix(k*60, 0).UTC(), Counts: a.Counts})
+		out = append(out, logtally.Bucket{Time: time.Unix(k*60, 0).UTC(), Counts: a.Counts})
 	}
 	return out, bad
 }

@@ -1,11 +1,10 @@
-package storage
+package logtally
 
 import (
-	"math/bits"
+	"iter"
+	"maps"
 	"slices"
 	"sync/atomic"
-
-	"github.com/logtally/logtally/window"
 )
 
 // Batch gathers the effect of many lines so that they are committed in one
@@ -18,23 +17,23 @@ import (
 // does it with arrays indexed by path number rather than with maps keyed by
 // strings.
 type Batch struct {
-	minutes     map[int64]*counts
-	seconds     map[int64]*counts
+	minutes     map[int64]*Delta
+	seconds     map[int64]*Delta
 	positions   map[string]int64
 	lines       int
 	last        int64 // second of the newest line added; rejected lines count there
 	windowStart int64 // stored seconds before this are no longer needed
 
 	lastMinute, lastSecond   int64 // the most recent map entries, which most lines hit
-	lastMinuteC, lastSecondC *counts
+	lastMinuteC, lastSecondC *Delta
 
 	// ids numbers the paths seen; names[id] is the path. They outlive Reset
 	// so that a busy site's paths are not copied again for every batch, up
 	// to maxKeptPaths.
 	ids   map[string]int32
 	names []string
-	epoch uint64    // names this numbering among all batches' (see Store.xlat)
-	spare []*counts // counts emptied by Reset, reused
+	epoch uint64   // names this numbering among all batches' (see Numbering)
+	spare []*Delta // counts emptied by Reset, reused
 }
 
 // epochs hands out Batch.epoch values.
@@ -46,31 +45,34 @@ var epochs atomic.Uint64
 // paths holds at most maxKeptPaths plus one batch worth of them.
 const maxKeptPaths = 1 << 17
 
-// counts is the delta a batch holds for one minute or one second.
-type counts struct {
-	requests  int64
-	pageviews int64
-	bytes     int64
-	rejected  int64
-	status    [5]int64
-	// visitors holds the visitor of each page view until the commit sorts
-	// it and drops repeats (prepare).
-	visitors []uint64
-	views    []int32 // path number of each page view
+// Delta is the change a batch makes to one minute or one second.
+type Delta struct {
+	Requests  int64
+	PageViews int64
+	Bytes     int64
+	Rejected  int64
+	Status    [5]int64 // requests by status class: 1xx ... 5xx
+	// Visitors holds the visitor of each page view, repeats included. A
+	// sink may sort it and drop repeats in place: the set stays the same,
+	// so a batch whose commit failed can be committed again.
+	Visitors []uint64
+	Views    []int32 // path number of each page view; see Batch.Paths
 }
 
 // NewBatch returns an empty batch.
 func NewBatch() *Batch {
 	return &Batch{
-		minutes:   make(map[int64]*counts),
-		seconds:   make(map[int64]*counts),
+		minutes:   make(map[int64]*Delta),
+		seconds:   make(map[int64]*Delta),
 		positions: make(map[string]int64),
 		ids:       make(map[string]int32),
 		epoch:     epochs.Add(1),
 	}
 }
 
-func floorDiv(a, b int64) int64 {
+// FloorDiv divides rounding towards minus infinity, so that a time before
+// 1970 falls in the minute, hour or day that contains it.
+func FloorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
 		q--
@@ -78,20 +80,20 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func (b *Batch) newCounts() *counts {
+func (b *Batch) newCounts() *Delta {
 	if n := len(b.spare); n > 0 {
 		c := b.spare[n-1]
 		b.spare = b.spare[:n-1]
 		return c
 	}
-	return &counts{}
+	return &Delta{}
 }
 
 // Add records one parsed line in its own minute. If live is true the line is
 // inside the live window, and it is also kept per second so that the window
 // can be rebuilt exactly after a restart.
-func (b *Batch) Add(h window.Hit, status int, bytes int64, live bool) {
-	minute := floorDiv(h.Time, 60)
+func (b *Batch) Add(h *Hit, live bool) {
+	minute := FloorDiv(h.Time, 60)
 	m := b.lastMinuteC
 	if m == nil || minute != b.lastMinute {
 		if m = b.minutes[minute]; m == nil {
@@ -110,7 +112,7 @@ func (b *Batch) Add(h window.Hit, status int, bytes int64, live bool) {
 			b.names = append(b.names, p)
 		}
 	}
-	m.hit(h, status, bytes, id)
+	m.hit(h, id)
 	if live {
 		s := b.lastSecondC
 		if s == nil || h.Time != b.lastSecond {
@@ -120,71 +122,22 @@ func (b *Batch) Add(h window.Hit, status int, bytes int64, live bool) {
 			}
 			b.lastSecond, b.lastSecondC = h.Time, s
 		}
-		s.hit(h, status, bytes, id)
+		s.hit(h, id)
 	}
 	b.last = max(b.last, h.Time)
 }
 
-func (c *counts) hit(h window.Hit, status int, bytes int64, path int32) {
-	c.requests++
-	c.bytes += bytes
-	if status >= 100 && status < 600 {
-		c.status[status/100-1]++
+func (c *Delta) hit(h *Hit, path int32) {
+	c.Requests++
+	c.Bytes += h.Bytes
+	if h.Status >= 100 && h.Status < 600 {
+		c.Status[h.Status/100-1]++
 	}
 	if h.PageView {
-		c.pageviews++
-		c.visitors = append(c.visitors, h.Visitor)
-		c.views = append(c.views, path)
+		c.PageViews++
+		c.Visitors = append(c.Visitors, h.Visitor)
+		c.Views = append(c.Views, path)
 	}
-}
-
-// prepare sorts a delta's visitors and drops repeats. It changes nothing a
-// commit stores, so that a batch whose commit failed can be committed again.
-func (c *counts) prepare(sc *scratch) {
-	sortHashes(c.visitors, sc)
-	c.visitors = slices.Compact(c.visitors)
-}
-
-// sortHashes sorts visitor hashes. They are uniform, so one pass that
-// spreads them by their top bits into buckets of about four leaves little
-// for a comparison sort: it is a few times faster than sorting thousands of
-// them by comparison alone, as busy minutes need. Skewed input only makes
-// the buckets, and their sorting, larger.
-func sortHashes(v []uint64, sc *scratch) {
-	if len(v) < 256 {
-		slices.Sort(v)
-		return
-	}
-	width := bits.Len(uint(len(v))) - 2
-	shift := 64 - width
-	if cap(sc.buckets) < 1<<width+1 {
-		sc.buckets = make([]int32, 1<<width+1)
-	}
-	ends := sc.buckets[:1<<width+1]
-	clear(ends)
-	for _, h := range v {
-		ends[h>>shift+1]++
-	}
-	for i := 1; i < len(ends); i++ {
-		ends[i] += ends[i-1]
-	}
-	if cap(sc.hashes) < len(v) {
-		sc.hashes = make([]uint64, len(v))
-	}
-	tmp := sc.hashes[:len(v)]
-	for _, h := range v { // ends[b] moves from the start of bucket b to its end
-		b := h >> shift
-		tmp[ends[b]] = h
-		ends[b]++
-	}
-	start := int32(0)
-	for _, end := range ends[:len(ends)-1] {
-		if end-start > 1 {
-			slices.Sort(tmp[start:end])
-		}
-		start = end
-	}
-	copy(v, tmp)
 }
 
 // Reject counts a line that did not parse, in the minute of the newest line
@@ -195,13 +148,13 @@ func (b *Batch) Reject(fallback int64) {
 	if sec == 0 {
 		sec = fallback
 	}
-	minute := floorDiv(sec, 60)
+	minute := FloorDiv(sec, 60)
 	m := b.minutes[minute]
 	if m == nil {
 		m = b.newCounts()
 		b.minutes[minute] = m
 	}
-	m.rejected++
+	m.Rejected++
 }
 
 // AddLines counts n lines read, whether or not they parsed.
@@ -230,10 +183,10 @@ const (
 
 // Reset empties the batch after a successful commit.
 func (b *Batch) Reset() {
-	for _, m := range []map[int64]*counts{b.minutes, b.seconds} {
+	for _, m := range []map[int64]*Delta{b.minutes, b.seconds} {
 		for _, c := range m {
-			if len(b.spare) < maxSpare && cap(c.visitors) <= maxSpareCap && cap(c.views) <= maxSpareCap {
-				*c = counts{visitors: c.visitors[:0], views: c.views[:0]}
+			if len(b.spare) < maxSpare && cap(c.Visitors) <= maxSpareCap && cap(c.Views) <= maxSpareCap {
+				*c = Delta{Visitors: c.Visitors[:0], Views: c.Views[:0]}
 				b.spare = append(b.spare, c)
 			}
 		}
@@ -249,3 +202,41 @@ func (b *Batch) Reset() {
 	b.lines, b.last = 0, 0
 	b.lastMinuteC, b.lastSecondC = nil, nil
 }
+
+// Minutes returns the batch's minutes, unix minute to delta, in time order.
+func (b *Batch) Minutes() iter.Seq2[int64, *Delta] { return sortedDeltas(b.minutes) }
+
+// Seconds returns the live window's seconds the batch holds, unix second
+// to delta, in time order.
+func (b *Batch) Seconds() iter.Seq2[int64, *Delta] { return sortedDeltas(b.seconds) }
+
+func sortedDeltas(m map[int64]*Delta) iter.Seq2[int64, *Delta] {
+	return func(yield func(int64, *Delta) bool) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
+}
+
+// MinuteCount returns how many minutes the batch touches.
+func (b *Batch) MinuteCount() int { return len(b.minutes) }
+
+// Positions returns the read positions the batch ends at, file id to
+// offset. The map is the batch's own: read it, do not keep it.
+func (b *Batch) Positions() map[string]int64 { return b.positions }
+
+// Paths returns the batch's path names, indexed by the numbers in
+// Delta.Views. Numbers stay the same across Reset until Numbering changes.
+func (b *Batch) Paths() []string { return b.names }
+
+// Numbering identifies the batch's path numbering among all batches': two
+// batches, or one batch before and after a Reset, with the same Numbering
+// give every path the same number, so a sink may cache what it derives from
+// the numbers.
+func (b *Batch) Numbering() uint64 { return b.epoch }
+
+// WindowStart returns the first second of the live window when the batch
+// was filled; stored per-second state from before it is no longer needed.
+func (b *Batch) WindowStart() int64 { return b.windowStart }

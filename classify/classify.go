@@ -1,26 +1,31 @@
-package window
+// Package classify decides what a parsed log line is: a page view or not,
+// and whose. Its rules are compiled once, by New, into an immutable
+// Classifier that any number of goroutines share; there is no setup step to
+// forget, so a Classifier that exists applies the rules it was given.
+//
+// A page view is a request with one of the page-view methods (GET), a
+// status in the page-view range (200-399), a path whose last segment has no
+// static-asset extension, and a user agent that is not a crawler (unless
+// crawlers are included). A visitor is a salted hash of the client address,
+// or of the address and the user agent: the salt is the database's, so
+// that the same client is the same visitor across restarts, and addresses
+// are never stored.
+package classify
 
 import (
 	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/parser"
 )
 
-// Hit is what one parsed line contributes to the counts: its second, whether
-// it is a page view, and who the visitor is. Path aliases the parsed line.
-type Hit struct {
-	Time     int64  // unix seconds, UTC
-	PageView bool   // counts as a page view under the Rules
-	Visitor  uint64 // hash of the visitor key; meaningful only for page views
-	Path     []byte // request path without query
-}
-
-// Visitor keys accepted by Rules.VisitorKey.
+// Visitor keys accepted by Config.VisitorKey.
 const (
 	KeyHost   = "host"    // one visitor per client address
 	KeyHostUA = "host+ua" // one visitor per client address and user agent
@@ -34,9 +39,8 @@ var DefaultAssetExts = strings.Fields("css js mjs map png jpg jpeg gif svg webp 
 // crawler, a command-line client or a monitoring agent.
 var DefaultBotTokens = strings.Fields("bot crawl spider slurp curl wget python-requests go-http-client headlesschrome uptime monitor pingdom check_http nagios zabbix statuscake site24x7 facebookexternalhit")
 
-// Rules decide which requests are page views and who the visitor is.
-// The zero value is not useful; start from DefaultRules.
-type Rules struct {
+// Config is the classification rules as the operator gives them.
+type Config struct {
 	Methods     []string // page views use one of these methods
 	MinStatus   int      // lowest status that is a page view
 	MaxStatus   int      // highest status that is a page view
@@ -44,19 +48,12 @@ type Rules struct {
 	BotTokens   []string // user agent substrings of crawlers, any case
 	IncludeBots bool     // count crawlers' page views too
 	VisitorKey  string   // KeyHost or KeyHostUA
-	// Salt is mixed into every visitor hash. It must stay the same for the
-	// life of a database, so that a visitor seen before and after a restart
-	// is still one visitor.
-	Salt uint64
-
-	exts map[string]struct{}
-	bots [][]byte // BotTokens in lower case
 }
 
-// DefaultRules returns the documented defaults: GET, status 200-399, not an
-// asset, not a crawler, one visitor per client address.
-func DefaultRules() Rules {
-	return Rules{
+// DefaultConfig returns the documented defaults: GET, status 200-399, not
+// an asset, not a crawler, one visitor per client address.
+func DefaultConfig() Config {
+	return Config{
 		Methods:    []string{"GET"},
 		MinStatus:  200,
 		MaxStatus:  399,
@@ -66,9 +63,9 @@ func DefaultRules() Rules {
 	}
 }
 
-// RegisterFlags registers the page-view rules' flags on fs, with r's
-// current values as defaults.
-func (r *Rules) RegisterFlags(fs *flag.FlagSet) {
+// RegisterFlags sets r to the defaults and registers the rules' flags on fs.
+func (r *Config) RegisterFlags(fs *flag.FlagSet) {
+	*r = DefaultConfig()
 	fs.Var((*listFlag)(&r.Methods), "pageview-methods", "comma-separated `list` of request methods that can be page views")
 	fs.Var((*statusFlag)(r), "pageview-status", "status codes that can be page views, as `LOW-HIGH`")
 	fs.Var((*listFlag)(&r.AssetExts), "asset-exts", "comma-separated `list` of path extensions of static assets, never page views")
@@ -94,8 +91,8 @@ func (l *listFlag) Set(s string) error {
 	return nil
 }
 
-// statusFlag is Rules' status range as one LOW-HIGH flag.
-type statusFlag Rules
+// statusFlag is Config's status range as one LOW-HIGH flag.
+type statusFlag Config
 
 func (s *statusFlag) String() string {
 	if s == nil {
@@ -120,7 +117,7 @@ func (s *statusFlag) Set(v string) error {
 }
 
 // Validate reports rules that cannot be applied.
-func (r *Rules) Validate() error {
+func (r *Config) Validate() error {
 	var errs []error
 	if r.VisitorKey != KeyHost && r.VisitorKey != KeyHostUA {
 		errs = append(errs, fmt.Errorf("visitor key %q: want %s or %s", r.VisitorKey, KeyHost, KeyHostUA))
@@ -134,31 +131,57 @@ func (r *Rules) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Init prepares the rules for Classify. It must be called once after the
-// fields are set and before Classify is used.
-func (r *Rules) Init() {
-	r.exts = make(map[string]struct{}, len(r.AssetExts))
-	for _, e := range r.AssetExts {
+// Classifier applies compiled rules. It is immutable, so safe for
+// concurrent use.
+type Classifier struct {
+	methods     []string
+	minStatus   int
+	maxStatus   int
+	includeBots bool
+	hostUA      bool
+	salt        uint64
+	exts        map[string]struct{}
+	bots        [][]byte // bot tokens in lower case
+}
+
+// New compiles cfg. salt is mixed into every visitor hash: it must stay the
+// same for the life of a database, so that a visitor seen before and after
+// a restart is still one visitor.
+func New(cfg Config, salt uint64) (*Classifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Classifier{
+		methods:     slices.Clone(cfg.Methods),
+		minStatus:   cfg.MinStatus,
+		maxStatus:   cfg.MaxStatus,
+		includeBots: cfg.IncludeBots,
+		hostUA:      cfg.VisitorKey == KeyHostUA,
+		salt:        salt,
+		exts:        make(map[string]struct{}, len(cfg.AssetExts)),
+	}
+	for _, e := range cfg.AssetExts {
 		r.exts[strings.ToLower(strings.TrimPrefix(e, "."))] = struct{}{}
 	}
-	r.bots = make([][]byte, 0, len(r.BotTokens))
-	for _, b := range r.BotTokens {
+	for _, b := range cfg.BotTokens {
 		if b = strings.ToLower(b); b != "" {
 			r.bots = append(r.bots, []byte(b))
 		}
 	}
+	return r, nil
 }
 
-// Classify turns a parsed record into a Hit. It does not allocate.
-func (r *Rules) Classify(rec *parser.Record) Hit {
-	h := Hit{Time: rec.Time.Unix(), Path: rec.Path}
+// Classify turns a parsed record into a Hit. It does not allocate; the
+// Hit's Path aliases the record's.
+func (r *Classifier) Classify(rec *parser.Record) logtally.Hit {
+	h := logtally.Hit{Time: rec.Time.Unix(), Path: rec.Path, Status: rec.Status, Bytes: rec.Bytes}
 	h.PageView = r.method(rec.Method) &&
-		rec.Status >= r.MinStatus && rec.Status <= r.MaxStatus &&
+		rec.Status >= r.minStatus && rec.Status <= r.maxStatus &&
 		!r.asset(rec.Path) &&
-		(r.IncludeBots || !r.bot(rec.UserAgent))
+		(r.includeBots || !r.bot(rec.UserAgent))
 	if h.PageView {
-		v := fnv(fnvOffset^r.Salt, rec.Host)
-		if r.VisitorKey == KeyHostUA {
+		v := fnv(fnvOffset^r.salt, rec.Host)
+		if r.hostUA {
 			v = fnv(fnv(v, []byte{0}), rec.UserAgent)
 		}
 		h.Visitor = mix(v)
@@ -166,8 +189,8 @@ func (r *Rules) Classify(rec *parser.Record) Hit {
 	return h
 }
 
-func (r *Rules) method(m []byte) bool {
-	for _, want := range r.Methods {
+func (r *Classifier) method(m []byte) bool {
+	for _, want := range r.methods {
 		if string(m) == want {
 			return true
 		}
@@ -176,7 +199,7 @@ func (r *Rules) method(m []byte) bool {
 }
 
 // asset reports whether the last path segment has an asset extension.
-func (r *Rules) asset(path []byte) bool {
+func (r *Classifier) asset(path []byte) bool {
 	dot := -1
 	for i := len(path) - 1; i >= 0 && path[i] != '/'; i-- {
 		if path[i] == '.' {
@@ -197,7 +220,7 @@ func (r *Rules) asset(path []byte) bool {
 }
 
 // bot reports whether ua is empty, "-", or contains a bot token.
-func (r *Rules) bot(ua []byte) bool {
+func (r *Classifier) bot(ua []byte) bool {
 	if len(ua) == 0 || string(ua) == "-" {
 		return true
 	}

@@ -1,0 +1,164 @@
+package classify
+
+import (
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/parser"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// mustNew compiles cfg with salt 0, failing the test on an error.
+func mustNew(t testing.TB, cfg Config) *Classifier {
+	t.Helper()
+	c, err := New(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClassify(t *testing.T) {
+	rules := mustNew(t, DefaultConfig())
+	rec := func(method, path string, status int, ua string) *parser.Record {
+		return &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte(method),
+			Path: []byte(path), Status: status, UserAgent: []byte(ua)}
+	}
+	const browser = "Mozilla/5.0 (Windows NT 10.0) Firefox/120.0"
+	tests := []struct {
+		name string
+		rec  *parser.Record
+		want bool
+	}{
+		{"page", rec("GET", "/blog/post", 200, browser), true},
+		{"redirect", rec("GET", "/old", 301, browser), true},
+		{"dotted page", rec("GET", "/v1.2/notes", 200, browser), true},
+		{"not found", rec("GET", "/missing", 404, browser), false},
+		{"post", rec("POST", "/login", 200, browser), false},
+		{"asset", rec("GET", "/static/app.CSS", 200, browser), false},
+		{"image", rec("GET", "/img/logo.png", 200, browser), false},
+		{"crawler", rec("GET", "/", 200, "Mozilla/5.0 (compatible; Googlebot/2.1)"), false},
+		{"curl", rec("GET", "/", 200, "curl/8.5.0"), false},
+		{"no agent", rec("GET", "/", 200, "-"), false},
+		{"long agent", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)), true},
+		{"long crawler", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)+"SpiderX"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rules.Classify(tt.rec).PageView; got != tt.want {
+				t.Errorf("PageView = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	cfg := DefaultConfig()
+	cfg.IncludeBots = true
+	if !mustNew(t, cfg).Classify(rec("GET", "/", 200, "Googlebot")).PageView {
+		t.Error("IncludeBots: crawler page view not counted")
+	}
+}
+
+func TestVisitorKey(t *testing.T) {
+	a := &parser.Record{Host: []byte("192.0.2.1"), Method: []byte("GET"), Path: []byte("/"), Status: 200, UserAgent: []byte("Firefox")}
+	b := *a
+	b.UserAgent = []byte("Chrome")
+	for _, tt := range []struct {
+		key  string
+		same bool
+	}{{KeyHost, true}, {KeyHostUA, false}} {
+		cfg := DefaultConfig()
+		cfg.VisitorKey = tt.key
+		r := mustNew(t, cfg)
+		if got := r.Classify(a).Visitor == r.Classify(&b).Visitor; got != tt.same {
+			t.Errorf("%s: same visitor = %v, want %v", tt.key, got, tt.same)
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	browser := []byte("Mozilla/5.0 Firefox/120.0")
+	rec := func(method, path string, status int, ua []byte) *parser.Record {
+		return &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte(method), Path: []byte(path),
+			Status: status, UserAgent: ua}
+	}
+	tests := []struct {
+		name string
+		args []string
+		rec  *parser.Record
+		want bool
+	}{
+		{"defaults", nil, rec("GET", "/a", 200, browser), true},
+		{"HEAD by default", nil, rec("HEAD", "/a", 200, browser), false},
+		{"HEAD allowed", []string{"--pageview-methods", "GET, HEAD"}, rec("HEAD", "/a", 200, browser), true},
+		{"status range", []string{"--pageview-status", "200-299"}, rec("GET", "/a", 301, browser), false},
+		{"asset list replaced", []string{"--asset-exts", "PHP"}, rec("GET", "/x.php", 200, browser), false},
+		{"css no longer an asset", []string{"--asset-exts", "php"}, rec("GET", "/x.css", 200, browser), true},
+		{"bot list replaced", []string{"--bot-agents", "Firefox"}, rec("GET", "/a", 200, browser), false},
+		{"curl not a bot then", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("curl/8")), true},
+		{"empty agent still a bot", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("-")), false},
+		{"include bots", []string{"--include-bots"}, rec("GET", "/a", 200, []byte("-")), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg Config
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			cfg.RegisterFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustNew(t, cfg).Classify(tt.rec).PageView; got != tt.want {
+				t.Errorf("PageView = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, args := range [][]string{
+		{"--visitor-key", "ip"},
+		{"--pageview-status", "399-200"},
+		{"--pageview-methods", ""},
+	} {
+		var cfg Config
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cfg.RegisterFlags(fs)
+		err := fs.Parse(args)
+		if err == nil {
+			_, err = New(cfg, 0)
+		}
+		if err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var cfg Config
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--pageview-status", "2xx"}); err == nil {
+		t.Error("--pageview-status 2xx: no error")
+	}
+}
+
+func TestClassifyDoesNotAllocate(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.VisitorKey = KeyHostUA
+	r := mustNew(t, cfg)
+	rec := &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte("GET"), Path: []byte("/Blog/Post.HTML"),
+		Status: 200, UserAgent: []byte("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0")}
+	if n := testing.AllocsPerRun(100, func() { r.Classify(rec) }); n != 0 {
+		t.Errorf("Classify: %v allocs, want 0", n)
+	}
+}
+
+// BenchmarkClassify is the cost of the page-view rules for a browser's page
+// view, the common and slowest case: every bot token is searched for.
+func BenchmarkClassify(b *testing.B) {
+	r := mustNew(b, DefaultConfig())
+	rec := &parser.Record{Host: []byte("203.0.113.77"), Time: t0, Method: []byte("GET"), Path: []byte("/blog/2026/11/a-post"),
+		Status: 200, UserAgent: []byte("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")}
+	b.ReportAllocs()
+	for range b.N {
+		r.Classify(rec)
+	}
+}

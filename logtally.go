@@ -1,0 +1,135 @@
+// Package logtally holds the domain types that cross logtally's packages: a
+// classified hit, the batch of deltas one commit carries, a snapshot of the
+// live window, a stored bucket of counts, a series point and a page count.
+//
+// The one idea: every package speaks these plain types and nothing else of
+// the others. The parser and classifier produce Hits; the window consumes
+// Hits and publishes Snapshots; storage commits Batches and answers with
+// Buckets, Series and PathCounts; the API reads Snapshots and a small
+// history interface. So a store can be swapped (bbolt today, a fleet
+// database tomorrow) without the API or the window knowing, and this
+// package imports nothing of logtally's own.
+package logtally
+
+import (
+	"errors"
+	"time"
+)
+
+// Hit is one log line after parsing and classification: what the window and
+// a Batch need of it.
+type Hit struct {
+	Time    int64  // unix seconds, UTC, from the log line
+	Visitor uint64 // salted hash of the visitor key; set only for page views
+	Path    []byte // request path without query; aliases the line it came from
+	Bytes   int64  // response bytes sent
+	Status  int    // HTTP status
+	// PageView is set when the request counts as a page view under the
+	// classification rules.
+	PageView bool
+}
+
+// PageCount is one path's page views.
+type PageCount struct {
+	Path      string `json:"path"`
+	PageViews int64  `json:"pageviews"`
+}
+
+// PathCount is a path's stored page views on one day and in all.
+type PathCount struct {
+	Path  string
+	Day   int64 // page views on the day asked for
+	Total int64 // all-time page views
+}
+
+// OtherPath is the path under which page views are counted once a per-path
+// cap is reached.
+const OtherPath = "(other)"
+
+// Snapshot is an immutable view of the live window at one moment. Readers
+// share it without locks: whoever publishes it never changes it again.
+type Snapshot struct {
+	From      time.Time // start of the window: its first second
+	To        time.Time // end of the window: just after its last second
+	Length    time.Duration
+	Requests  int64
+	PageViews int64
+	Visitors  int64
+	// Approximate is set when Visitors is an estimate, because the window
+	// holds more distinct visitors than it counts exactly.
+	Approximate bool
+	Rejected    int64       // lines rejected in the window: unparsable, or too far in the future
+	Pages       []PageCount // top pages, most viewed first, then by path
+}
+
+// PathViews returns a path's page views in the snapshot, and whether the
+// path is among the snapshot's pages.
+func (s *Snapshot) PathViews(path string) (int64, bool) {
+	for _, p := range s.Pages {
+		if p.Path == path {
+			return p.PageViews, true
+		}
+	}
+	return 0, false
+}
+
+// Counts is what is stored for one minute, hour or day.
+type Counts struct {
+	Requests  int64
+	PageViews int64
+	// Visitors is the number of distinct visitors with a page view. It is
+	// exact for a minute unless Approximate; for hours and days it is
+	// always estimated from a merged sketch.
+	Visitors    int64
+	Approximate bool
+	Status      [5]int64 // requests by status class: 1xx, 2xx, 3xx, 4xx, 5xx
+	Bytes       int64    // response bytes sent
+	Rejected    int64    // lines that did not parse, counted at the time of the line before them
+	Top         []PageCount
+	Other       int64 // page views of paths not in Top
+}
+
+// Bucket is the stored counts of one minute, hour or day.
+type Bucket struct {
+	Time time.Time // start of the bucket: UTC for minutes and hours, the store's zone for days
+	Counts
+}
+
+// Second is the live window's state of one second, as a commit checkpoints
+// it: enough to put the second back into a window after a restart.
+type Second struct {
+	Time      int64 // unix second
+	Requests  int64
+	PageViews int64
+	Visitors  []uint64 // sorted, distinct
+	Paths     map[string]int64
+}
+
+// Point is one step of a series.
+type Point struct {
+	Time      time.Time
+	Requests  int64
+	PageViews int64
+	Visitors  int64
+}
+
+// Series is the answer to a history query.
+type Series struct {
+	Step        time.Duration
+	Approximate bool // some point's visitors are estimated
+	Points      []Point
+}
+
+// Steps are the series steps a history answers.
+var Steps = map[string]time.Duration{
+	"1m": time.Minute, "5m": 5 * time.Minute, "15m": 15 * time.Minute, "1h": time.Hour, "1d": 24 * time.Hour,
+}
+
+// MaxPoints is the most points one series answer holds.
+const MaxPoints = 10_000
+
+// ErrTooManyPoints means a series request spans more than MaxPoints steps.
+var ErrTooManyPoints = errors.New("too many points")
+
+// MaxPages is how many of the top pages a Snapshot carries.
+const MaxPages = 1000
