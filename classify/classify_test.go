@@ -162,3 +162,36 @@ func BenchmarkClassify(b *testing.B) {
 		r.Classify(rec)
 	}
 }
+
+// TestClassifyCarriesStatusAndBytes checks that a Hit keeps what storage
+// counts of every request, page view or not.
+func TestClassifyCarriesStatusAndBytes(t *testing.T) {
+	r := mustNew(t, DefaultConfig())
+	rec := &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte("GET"), Path: []byte("/x.css"),
+		Status: 304, Bytes: 1234, UserAgent: []byte("Firefox")}
+	h := r.Classify(rec)
+	if h.Status != 304 || h.Bytes != 1234 || h.Time != t0.Unix() || string(h.Path) != "/x.css" || h.PageView {
+		t.Errorf("Classify = %+v", h)
+	}
+}
+
+// FuzzClassify feeds arbitrary fields through the default rules: no panic,
+// and a page view always meets every rule, a visitor only with a page view.
+func FuzzClassify(f *testing.F) {
+	f.Add("GET", "/blog/post", 200, "Mozilla/5.0 Firefox/120.0", "192.0.2.1")
+	f.Add("GET", "/a.CSS", 200, "Mozilla", "::1")
+	f.Add("HEAD", "/", 301, "-", "")
+	f.Add("GET", "/.", 399, strings.Repeat("x", 600)+"bot", "h")
+	r := mustNew(f, DefaultConfig())
+	f.Fuzz(func(t *testing.T, method, path string, status int, ua, host string) {
+		rec := &parser.Record{Host: []byte(host), Time: t0, Method: []byte(method), Path: []byte(path),
+			Status: status, UserAgent: []byte(ua)}
+		h := r.Classify(rec)
+		if h.PageView && (method != "GET" || status < 200 || status > 399 || ua == "" || ua == "-") {
+			t.Errorf("page view for %q %q %d %q", method, path, status, ua)
+		}
+		if !h.PageView && h.Visitor != 0 {
+			t.Errorf("visitor %x without a page view", h.Visitor)
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package logtally
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC).Unix()
+
+func hit(sec int64, path string, status int, visitor uint64) *Hit {
+	return &Hit{Time: t0 + sec, Path: []byte(path), Status: status, Bytes: 10, PageView: visitor != 0, Visitor: visitor}
+}
+
+// delta is a Delta with its views turned into path names, for comparison.
+type delta struct {
+	Requests, PageViews, Bytes, Rejected int64
+	Status                               [5]int64
+	Visitors                             []uint64
+	Views                                []string
+}
+
+func collect(b *Batch, seq func(func(int64, *Delta) bool)) map[int64]delta {
+	out := map[int64]delta{}
+	for k, d := range seq {
+		v := delta{Requests: d.Requests, PageViews: d.PageViews, Bytes: d.Bytes, Rejected: d.Rejected, Status: d.Status,
+			Visitors: slices.Clone(d.Visitors)}
+		for _, id := range d.Views {
+			v.Views = append(v.Views, b.Paths()[id])
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func TestBatchAdd(t *testing.T) {
+	b := NewBatch()
+	if !b.Empty() {
+		t.Fatal("new batch not empty")
+	}
+	b.Add(hit(0, "/a", 200, 1), true)
+	b.Add(hit(1, "/b", 200, 2), false)
+	b.Add(hit(1, "/x.css", 304, 0), true)
+	b.Add(hit(65, "/a", 404, 0), true)  // next minute, not a page view
+	b.Add(hit(-1, "/a", 200, 3), false) // the minute before t0
+	b.Reject(0)                         // counted in the newest line's minute
+	b.AddLines(6)
+	b.SetPosition("f", 100)
+	b.SetPosition("f", 200)
+	b.SetWindowStart(t0 - 600)
+
+	m0, m1, mPrev := t0/60, t0/60+1, t0/60-1
+	want := map[int64]delta{
+		mPrev: {Requests: 1, PageViews: 1, Bytes: 10, Status: [5]int64{0, 1}, Visitors: []uint64{3}, Views: []string{"/a"}},
+		m0: {Requests: 3, PageViews: 2, Bytes: 30, Status: [5]int64{0, 2, 1}, Visitors: []uint64{1, 2},
+			Views: []string{"/a", "/b"}},
+		m1: {Requests: 1, Bytes: 10, Rejected: 1, Status: [5]int64{0, 0, 0, 1}},
+	}
+	got := collect(b, b.Minutes())
+	if !equalDeltas(got, want) {
+		t.Errorf("minutes = %+v\nwant %+v", got, want)
+	}
+	if keys := slices.Collect(func(yield func(int64) bool) {
+		for k := range b.Minutes() {
+			if !yield(k) {
+				return
+			}
+		}
+	}); !slices.IsSorted(keys) {
+		t.Errorf("minutes out of order: %v", keys)
+	}
+	seconds := collect(b, b.Seconds())
+	if len(seconds) != 3 || seconds[t0].PageViews != 1 || seconds[t0+1].Requests != 1 || seconds[t0+65].Requests != 1 {
+		t.Errorf("live seconds = %+v, want t0 (1 page view), t0+1 (the asset), t0+65", seconds)
+	}
+	if b.Lines() != 6 || b.MinuteCount() != 3 || b.WindowStart() != t0-600 {
+		t.Errorf("lines %d, minutes %d, window start %d", b.Lines(), b.MinuteCount(), b.WindowStart())
+	}
+	if got := b.Positions(); !maps.Equal(got, map[string]int64{"f": 200}) {
+		t.Errorf("positions = %v", got)
+	}
+
+	paths := slices.Clone(b.Paths())
+	b.Reset()
+	if !b.Empty() || b.Lines() != 0 || b.MinuteCount() != 0 {
+		t.Fatal("not empty after Reset")
+	}
+	b.Add(hit(0, "/b", 200, 9), false)
+	if !slices.Equal(b.Paths(), paths) {
+		t.Errorf("paths after Reset = %v, want the numbering kept: %v", b.Paths(), paths)
+	}
+}
+
+func TestBatchRejectBeforeAnyLine(t *testing.T) {
+	b := NewBatch()
+	b.Reject(t0 + 125)
+	got := collect(b, b.Minutes())
+	if d, ok := got[(t0+125)/60]; !ok || d.Rejected != 1 || len(got) != 1 {
+		t.Errorf("minutes = %+v, want one rejected line in the fallback's minute", got)
+	}
+}
+
+func TestFloorDiv(t *testing.T) {
+	for _, tt := range []struct{ a, b, want int64 }{{59, 60, 0}, {60, 60, 1}, {-1, 60, -1}, {-60, 60, -1}, {-61, 60, -2}} {
+		if got := FloorDiv(tt.a, tt.b); got != tt.want {
+			t.Errorf("FloorDiv(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func equalDeltas(a, b map[int64]delta) bool {
+	return maps.EqualFunc(a, b, func(x, y delta) bool {
+		return x.Requests == y.Requests && x.PageViews == y.PageViews && x.Bytes == y.Bytes &&
+			x.Rejected == y.Rejected && x.Status == y.Status && slices.Equal(x.Visitors, y.Visitors) &&
+			slices.Equal(x.Views, y.Views)
+	})
+}

@@ -1,0 +1,75 @@
+package logtally_test
+
+import (
+	"go/build"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/logtally/logtally"
+
+// deps returns every import path that pkg (a directory relative to the
+// module root) links, following the module's own packages transitively. Test
+// files are not counted: they may use whatever they check against.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	var visit func(dir string)
+	visit = func(dir string) {
+		p, err := build.ImportDir(filepath.Join(".", dir), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, imp := range p.Imports {
+			if seen[imp] {
+				continue
+			}
+			seen[imp] = true
+			if imp == module {
+				visit(".")
+			} else if rest, ok := strings.CutPrefix(imp, module+"/"); ok {
+				visit(rest)
+			}
+		}
+	}
+	visit(pkg)
+	out := make([]string, 0, len(seen))
+	for imp := range seen {
+		out = append(out, imp)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestImportLayers keeps the imports running one way, by layer: the domain
+// package imports nothing of ours; parsing and counting know nothing of
+// storage; storage knows nothing of parsing or the window; the API knows
+// only the domain types and what it reads through small interfaces.
+func TestImportLayers(t *testing.T) {
+	tests := []struct {
+		pkg       string
+		forbidden []string // import paths, or prefixes ending in "/"
+	}{
+		{".", []string{module + "/"}},
+		{"parser", []string{module + "/", "go.etcd.io/bbolt"}},
+		{"classify", []string{module + "/window", module + "/storage", module + "/ingest", module + "/api", module + "/tailer", "go.etcd.io/bbolt"}},
+		{"window", []string{module + "/parser", module + "/classify", module + "/storage", module + "/tailer", "github.com/satyrius/gonx", "go.etcd.io/bbolt"}},
+		{"tailer", []string{module + "/"}},
+		{"storage", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/ingest", module + "/api", "github.com/satyrius/gonx"}},
+		{"ingest", []string{module + "/api", module + "/storage", "go.etcd.io/bbolt"}},
+		{"api", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pkg, func(t *testing.T) {
+			for _, d := range deps(t, tt.pkg) {
+				for _, f := range tt.forbidden {
+					if d == f || strings.HasSuffix(f, "/") && strings.HasPrefix(d, f) || strings.HasPrefix(d, f+"/") {
+						t.Errorf("%s links %s", tt.pkg, d)
+					}
+				}
+			}
+		})
+	}
+}
