@@ -187,7 +187,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := m.openWindow(); err != nil {
+	if m.win, err = ingest.Restore(m.store, m.Window, m.Ingest.Anchor, m.Now()); err != nil {
 		return err
 	}
 	cfg := m.Ingest
@@ -206,56 +206,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return m.replay(ctx)
 	}
 	return m.run(ctx)
-}
-
-// openWindow builds the live window and refills it from the store: exactly
-// from the per-second state a previous run kept, and, for older parts of the
-// window that only a replay wrote, to the minute from the stored minutes.
-func (m *Main) openWindow() error {
-	end := m.Now()
-	if m.Ingest.Anchor == ingest.AnchorLog {
-		last, ok, err := m.store.Last()
-		if err != nil {
-			return err
-		}
-		end = last.Add(time.Minute - time.Second)
-		if !ok {
-			end = time.Unix(0, 0)
-		}
-	}
-	m.win = window.New(m.Window, end)
-	start := m.win.Start()
-	seconds, err := m.store.WindowSeconds(start, end.Unix())
-	if err != nil {
-		return err
-	}
-	exactFrom := end.Unix() + 1
-	if len(seconds) > 0 {
-		exactFrom = seconds[0].Time - seconds[0].Time%60 // whole minutes before it
-	}
-	minutes, err := m.store.Minutes(time.Unix(start, 0), time.Unix(exactFrom-1, 0))
-	if err != nil {
-		return err
-	}
-	for _, mi := range minutes {
-		if mi.Time.Unix()+59 >= exactFrom {
-			continue
-		}
-		visitors, _, err := m.store.MinuteVisitors(mi.Time)
-		if err != nil {
-			return err
-		}
-		paths := make(map[string]int64, len(mi.Top))
-		for _, p := range mi.Top {
-			paths[p.Path] = p.PageViews
-		}
-		m.win.Seed(mi.Time.Unix()+59, mi.Requests, mi.PageViews, visitors, paths)
-	}
-	for _, sec := range seconds {
-		m.win.Seed(sec.Time, sec.Requests, sec.PageViews, sec.Visitors, sec.Paths)
-	}
-	m.win.Publish()
-	return nil
 }
 
 func (m *Main) run(ctx context.Context) error {
