@@ -40,14 +40,13 @@ func ingestLines(t *testing.T, store Committer, cfg Config, wcfg window.Config, 
 		t.Fatal(err)
 	}
 	w := window.New(wcfg, now)
-	cfg.Format, cfg.Classifier, cfg.Window, cfg.Store = format, classifier, w, store
-	cfg.Now = func() time.Time { return now }
+	deps := Deps{Format: format, Classifier: classifier, Window: w, Store: store, Now: func() time.Time { return now }}
 	in := make(chan tailer.Chunk, len(cs))
 	for _, c := range cs {
 		in <- c
 	}
 	close(in)
-	if err := New(cfg).Run(context.Background(), in); err != nil {
+	if err := New(cfg, deps).Run(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 	return w

@@ -11,12 +11,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
@@ -55,7 +52,7 @@ type Main struct {
 	Rules  classify.Config
 	Store  storage.Config
 	Tailer tailer.Config
-	Ingest ingest.Config // its Format, Store, ... are filled in by Run
+	Ingest ingest.Config
 	HTTP   api.HTTPConfig
 	Log    LogConfig
 
@@ -81,7 +78,6 @@ type Main struct {
 	tailErr  *atomic.Pointer[error] // why following stopped, if it did
 	started  time.Time
 
-	commitSeconds prometheus.Histogram
 	// wrapStore, if set by a test, stands between ingest and the store.
 	wrapStore func(ingest.Committer) ingest.Committer
 }
@@ -191,16 +187,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	cfg := m.Ingest
-	cfg.Format, cfg.Classifier, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, classifier, m.win, m.store, m.Now, m.Logger
 	cfg.PersistWindow = m.Command == "run"
-	if m.wrapStore != nil {
-		cfg.Store = m.wrapStore(m.store)
-	}
-	m.commitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "logtally_commit_duration_seconds",
-		Help: "Time to commit a batch to the database.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
-	cfg.OnCommit = func(d time.Duration) { m.commitSeconds.Observe(d.Seconds()) }
 	cfg.MaxLine = m.Tailer.MaxLine
-	m.pipeline = ingest.New(cfg)
+	var store ingest.Committer = m.store
+	if m.wrapStore != nil {
+		store = m.wrapStore(m.store)
+	}
+	m.pipeline = ingest.New(cfg, ingest.Deps{Format: format, Classifier: classifier, Window: m.win, Store: store,
+		Now: m.Now, Logger: m.Logger})
 	ctx, m.cancel = context.WithCancel(ctx)
 	if m.Command == "replay" {
 		return m.replay(ctx)
@@ -278,12 +272,6 @@ func (m *Main) serveDebug() error {
 
 func (m *Main) replay(ctx context.Context) error {
 	start := time.Now()
-	var total int64
-	for _, path := range m.Files {
-		if fi, err := os.Stat(path); err == nil {
-			total += fi.Size()
-		}
-	}
 	reader := &tailer.Reader{MaxLine: m.Tailer.MaxLine}
 	chunks := make(chan tailer.Chunk, 8)
 	m.done = make(chan error, 1)
@@ -295,7 +283,7 @@ func (m *Main) replay(ctx context.Context) error {
 		stopReading()
 		m.done <- err
 	}()
-	stopProgress := m.progress(reader, total, start)
+	stopProgress := m.progress(reader, start)
 	// read holds the offset each identity was read to in this replay, so
 	// that a file named twice (or with its .gz) is read once.
 	read := make(map[string]int64)
@@ -327,19 +315,7 @@ func (m *Main) replay(ctx context.Context) error {
 	err := errors.Join(readErr, <-m.done)
 	m.done = nil
 	stopProgress()
-	secs := time.Since(start).Seconds()
-	lines := m.pipeline.Lines()
-	fmt.Fprintf(m.Stdout, "replay: %d files, %d lines read, %d parsed, %d rejected in %.2fs (%.0f lines/s)\n",
-		len(m.Files), lines, m.pipeline.Parsed(), m.pipeline.Rejected(), secs, float64(lines)/max(secs, 1e-9))
-	if n := m.pipeline.Rejected(); n > 0 {
-		var parts []string
-		for reason, c := range m.pipeline.RejectedBy() {
-			if c > 0 {
-				parts = append(parts, fmt.Sprintf("%s: %d", reason, c))
-			}
-		}
-		fmt.Fprintf(m.Stdout, "rejected by reason: %s\n", strings.Join(parts, ", "))
-	}
+	fmt.Fprint(m.Stdout, m.pipeline.Summary(len(m.Files), time.Since(start)))
 	return err
 }
 

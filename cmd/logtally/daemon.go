@@ -164,49 +164,24 @@ func (m *Main) status() api.Status {
 // cost nothing per line.
 func (m *Main) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	p := m.pipeline
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "logtally_bytes_read_total",
-			Help: "Bytes of log lines read."}, func() float64 { return float64(p.BytesRead()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_visitors",
-			Help: "Distinct visitors in the live window."}, func() float64 { return float64(m.win.Current().Visitors) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_pageviews",
-			Help: "Page views in the live window."}, func() float64 { return float64(m.win.Current().PageViews) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_requests",
-			Help: "Requests in the live window."}, func() float64 { return float64(m.win.Current().Requests) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_store_ready",
-			Help: "1 while commits succeed, 0 while they fail."}, func() float64 {
-			if p.Err() != nil {
-				return 0
-			}
-			return 1
-		}),
-		m.commitSeconds,
-		&linesCollector{m: m},
+		m.pipeline,
+		&filesCollector{m: m},
 	)
 	return reg
 }
 
-var (
-	linesDesc = prometheus.NewDesc("logtally_lines_total", "Log lines read, by result and rejection reason.",
-		[]string{"result", "reason"}, nil)
-	lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
-		[]string{"path"}, nil)
-)
+var lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
+	[]string{"path"}, nil)
 
-// linesCollector reports the line counters and per-file lag.
-type linesCollector struct{ m *Main }
+// filesCollector reports per-file lag.
+type filesCollector struct{ m *Main }
 
-func (c *linesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- linesDesc; ch <- lagDesc }
+func (c *filesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
 
-func (c *linesCollector) Collect(ch chan<- prometheus.Metric) {
-	p := c.m.pipeline
-	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(p.Parsed()), "parsed", "")
-	for reason, n := range p.RejectedBy() {
-		ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(n), "rejected", reason)
-	}
+func (c *filesCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.m.tail != nil {
 		for _, f := range c.m.tail.Files() {
 			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(f.Size-f.Offset, 0)), f.Path)
