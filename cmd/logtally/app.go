@@ -53,7 +53,7 @@ type Main struct {
 	Store  storage.Config
 	Tailer tailer.Config
 	Ingest ingest.Config
-	HTTP   api.HTTPConfig
+	API    api.Config
 	Log    LogConfig
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
@@ -116,7 +116,7 @@ func (m *Main) ParseFlags(args []string) error {
 		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
 		fs.StringVar(&m.DebugListen, "debug-listen", "",
 			"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
-		m.HTTP.RegisterFlags(fs)
+		m.API.RegisterFlags(fs)
 		synopsis = "logtally run [flags] [FILE...]"
 	}
 	m.Tailer.RegisterFlags(fs, m.Command == "run")
@@ -149,7 +149,7 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--format: %w", err)
 	}
 	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
-		m.Store.Validate())
+		m.API.Validate(), m.Store.Validate())
 }
 
 // Run starts the command. For run, it returns once the API is listening and
@@ -232,8 +232,8 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	m.listener = ln
 	m.server = &http.Server{
-		Handler: api.New(api.Config{Snapshot: m.win.Current, History: m.store, Ready: m.ready,
-			Now: m.Now, Logger: m.Logger, HTTP: m.HTTP, Status: m.status, Metrics: m.registry()}),
+		Handler: api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: m.ready,
+			Status: m.status, Metrics: m.registry(), Now: m.Now, Logger: m.Logger}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
