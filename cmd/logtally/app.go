@@ -19,6 +19,7 @@ import (
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/status"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
@@ -75,7 +76,6 @@ type Main struct {
 	readers  sync.WaitGroup // file readers
 	done     chan error     // the pipeline's result
 	tail     *tailer.Tailer
-	tailErr  *atomic.Pointer[error] // why following stopped, if it did
 	started  time.Time
 
 	// wrapStore, if set by a test, stands between ingest and the store.
@@ -85,7 +85,7 @@ type Main struct {
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
 	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.LookupEnv,
-		Window: window.DefaultConfig(), Rules: classify.DefaultConfig()}
+		Window: window.DefaultConfig(), Rules: classify.DefaultConfig(), Ingest: ingest.DefaultConfig(), API: api.DefaultConfig()}
 }
 
 // ParseFlags reads the command and its flags, and checks them before
@@ -145,6 +145,8 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
 	}
+	m.Ingest.PersistWindow = m.Command == "run" // replay serves no window
+	m.Ingest.MaxLine = m.Tailer.MaxLine
 	if _, err := m.Parser.Compile(); err != nil {
 		return fmt.Errorf("--format: %w", err)
 	}
@@ -162,17 +164,30 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	m.Parser.Logger = m.Logger // told once if the format falls back to gonx
-	format, err := m.Parser.Compile()
-	if err != nil {
-		return err
-	}
 	if m.Command == "replay" {
 		for _, f := range m.Files {
 			if _, err := os.Stat(f); err != nil {
 				return err
 			}
 		}
+	}
+	if err := m.open(); err != nil {
+		return err
+	}
+	ctx, m.cancel = context.WithCancel(ctx)
+	if m.Command == "replay" {
+		return m.replay(ctx)
+	}
+	return m.run(ctx)
+}
+
+// open opens the store, and on it the live window and the pipeline that
+// feeds them.
+func (m *Main) open() error {
+	m.Parser.Logger = m.Logger // told once if the format falls back to gonx
+	format, err := m.Parser.Compile()
+	if err != nil {
+		return err
 	}
 	storeCfg := m.Store
 	storeCfg.Now = m.Now
@@ -186,37 +201,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.win, err = ingest.Restore(m.store, m.Window, m.Ingest.Anchor, m.Now()); err != nil {
 		return err
 	}
-	cfg := m.Ingest
-	cfg.PersistWindow = m.Command == "run"
-	cfg.MaxLine = m.Tailer.MaxLine
 	var store ingest.Committer = m.store
 	if m.wrapStore != nil {
 		store = m.wrapStore(m.store)
 	}
-	m.pipeline = ingest.New(cfg, ingest.Deps{Format: format, Classifier: classifier, Window: m.win, Store: store,
+	m.pipeline = ingest.New(m.Ingest, ingest.Deps{Format: format, Classifier: classifier, Window: m.win, Store: store,
 		Now: m.Now, Logger: m.Logger})
-	ctx, m.cancel = context.WithCancel(ctx)
-	if m.Command == "replay" {
-		return m.replay(ctx)
-	}
-	return m.run(ctx)
+	return nil
 }
 
 func (m *Main) run(ctx context.Context) error {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
+	deps := status.Deps{Pipeline: m.pipeline}
 	if len(m.Files) > 0 {
-		t := tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
-		m.tail, m.tailErr = t, new(atomic.Pointer[error])
-		m.readers.Add(1)
-		go func() {
-			defer m.readers.Done()
-			if err := t.Run(ctx); err != nil {
-				m.Logger.Error("following stopped", "err", err)
-				m.tailErr.Store(&err)
-			}
-		}()
+		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
+		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
 	}
 	m.done = make(chan error, 1)
 	go func() { m.done <- m.pipeline.Run(ctx, chunks) }()
@@ -225,15 +226,26 @@ func (m *Main) run(ctx context.Context) error {
 		defer m.readers.Done()
 		m.store.RunPruner(ctx, time.Minute, m.Logger)
 	}()
+	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path}, deps)
+	if err := m.serve(report); err != nil {
+		return err
+	}
+	if m.DebugListen != "" {
+		return m.serveDebug()
+	}
+	return nil
+}
 
+// serve serves the API, with the report's status, readiness and metrics.
+func (m *Main) serve(report *status.Report) error {
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		return err
 	}
 	m.listener = ln
 	m.server = &http.Server{
-		Handler: api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: m.ready,
-			Status: m.status, Metrics: m.registry(), Now: m.Now, Logger: m.Logger}),
+		Handler: api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
+			Status: report.Status, Metrics: report.Registry(), Now: m.Now, Logger: m.Logger}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -242,12 +254,27 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	go m.server.Serve(ln)
 	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.Store.Path)
-	if m.DebugListen != "" {
-		if err := m.serveDebug(); err != nil {
-			return err
-		}
-	}
 	return nil
+}
+
+// follow runs the tailer until ctx is done, and returns what tells why it
+// stopped early, if it did.
+func (m *Main) follow(ctx context.Context) (stopped func() error) {
+	var failed atomic.Pointer[error]
+	m.readers.Add(1)
+	go func() {
+		defer m.readers.Done()
+		if err := m.tail.Run(ctx); err != nil {
+			m.Logger.Error("following stopped", "err", err)
+			failed.Store(&err)
+		}
+	}()
+	return func() error {
+		if err := failed.Load(); err != nil {
+			return *err
+		}
+		return nil
+	}
 }
 
 // serveDebug serves the pprof profiles on their own listener, apart from
@@ -317,20 +344,6 @@ func (m *Main) replay(ctx context.Context) error {
 	stopProgress()
 	fmt.Fprint(m.Stdout, m.pipeline.Summary(len(m.Files), time.Since(start)))
 	return err
-}
-
-// ready reports why the daemon cannot make progress: commits failing, or
-// the follower stopped.
-func (m *Main) ready() error {
-	if err := m.pipeline.Err(); err != nil {
-		return fmt.Errorf("store not writable: %w", err)
-	}
-	if m.tailErr != nil {
-		if err := m.tailErr.Load(); err != nil {
-			return fmt.Errorf("following stopped: %w", *err)
-		}
-	}
-	return nil
 }
 
 // Addr returns the address the API listens on, once Run has returned.

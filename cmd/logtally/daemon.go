@@ -11,12 +11,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/logtally/logtally/api"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
@@ -133,60 +127,6 @@ func checkFollowed(paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// status gathers /api/v1/status.
-func (m *Main) status() api.Status {
-	p := m.pipeline
-	st := api.Status{
-		Version: buildVersion(), Started: m.started.UTC(), UptimeSeconds: time.Since(m.started).Seconds(),
-		Lines: api.LineStatus{Read: p.Lines(), Parsed: p.Parsed(), Rejected: p.Rejected(),
-			ByReason: p.RejectedBy(), BytesRead: p.BytesRead()},
-		Store: api.StoreStatus{Path: m.Store.Path, State: "ok", Commits: p.Commits(), LastCommit: p.LastCommit().UTC()},
-	}
-	if err := p.Err(); err != nil {
-		st.Store.State, st.Store.Error = "failing", err.Error()
-	}
-	if m.tail != nil {
-		for _, f := range m.tail.Files() {
-			st.Files = append(st.Files, api.FileStatus{Path: f.Path, Fingerprint: f.Fingerprint, Offset: f.Offset,
-				Size: f.Size, LagBytes: max(f.Size-f.Offset, 0), State: f.State})
-		}
-	}
-	for _, s := range p.Samples() {
-		st.Samples = append(st.Samples, api.RejectedSample{Time: s.Time.UTC(), Reason: s.Reason, Line: s.Line})
-	}
-	return st
-}
-
-// registry builds the Prometheus registry behind /metrics. Every metric is
-// read from counters the pipeline keeps anyway, at scrape time, so metrics
-// cost nothing per line.
-func (m *Main) registry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.pipeline,
-		&filesCollector{m: m},
-	)
-	return reg
-}
-
-var lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
-	[]string{"path"}, nil)
-
-// filesCollector reports per-file lag.
-type filesCollector struct{ m *Main }
-
-func (c *filesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
-
-func (c *filesCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.m.tail != nil {
-		for _, f := range c.m.tail.Files() {
-			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(f.Size-f.Offset, 0)), f.Path)
-		}
-	}
 }
 
 // Rescan matches the followed paths and globs again, as SIGHUP asks.
