@@ -6,6 +6,11 @@
 // locks. Readers see the window only through the snapshots it publishes.
 // Parsing, the expensive part, is separate from applying: Replay parses
 // chunks on every core and applies the results in order on that goroutine.
+//
+// At start, Restore rebuilds the live window from what the store kept, so a
+// restart continues the counts. A Pipeline reports what it did as
+// Prometheus metrics (it is a prometheus.Collector) and, after a replay, as
+// a Summary.
 package ingest
 
 import (
