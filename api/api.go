@@ -9,9 +9,12 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,27 +29,57 @@ const (
 	MaxPagesLimit     = logtally.MaxPages
 )
 
-// ErrBadRequest is the class of errors caused by a bad query value; the API
-// answers them with 400.
-var ErrBadRequest = errors.New("bad request")
-
-// Config configures the API handler.
+// Config is the API's operator settings.
 type Config struct {
+	CacheMaxAge time.Duration // Cache-Control max-age of the live endpoints; 0 for no-cache
+	CORSOrigins []string      // origins allowed to read the API from a browser; "*" for any
+}
+
+// DefaultConfig returns the defaults: the live endpoints may be reused for
+// 5 seconds, and no other origin may read the API.
+func DefaultConfig() Config { return Config{CacheMaxAge: 5 * time.Second} }
+
+// RegisterFlags sets c to the defaults and registers the API's flags on fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	*c = DefaultConfig()
+	fs.DurationVar(&c.CacheMaxAge, "cache-max-age", c.CacheMaxAge,
+		"Cache-Control max-age of /api/v1/stats and /api/v1/pages (0 for no-cache)")
+	fs.Func("cors-origin", "`origin` allowed to read the API from a browser (repeat, or comma-separated; * for any)",
+		func(v string) error {
+			for _, o := range strings.Split(v, ",") {
+				if o = strings.TrimSpace(o); o != "" {
+					c.CORSOrigins = append(c.CORSOrigins, o)
+				}
+			}
+			return nil
+		})
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	if c.CacheMaxAge < 0 {
+		return fmt.Errorf("cache max age %s: must not be negative", c.CacheMaxAge)
+	}
+	return nil
+}
+
+// Deps are what the API reads: small interfaces, so that it can answer
+// from any store that gives the same answers.
+type Deps struct {
 	// Snapshot returns the window's latest snapshot; it must not block.
 	Snapshot func() *logtally.Snapshot
 	// History answers the history endpoints; nil disables them.
 	History History
 	// Ready reports why the daemon cannot make progress (for example, the
-	// store is not writable), or nil when it can.
-	Ready  func() error
-	Now    func() time.Time // for "today"; time.Now if nil
-	Logger *slog.Logger
-	HTTP   HTTPConfig
-	// Status reports the daemon's state for /api/v1/status.
+	// store is not writable), or nil when it can; always ready if nil.
+	Ready func() error
+	// Status reports the daemon's state for /api/v1/status; nil answers 404.
 	Status func() Status
 	// Metrics, if set, is served at /metrics, and API requests are counted
 	// in it by route and status.
 	Metrics *prometheus.Registry
+	Now     func() time.Time // for "today"; time.Now if nil
+	Logger  *slog.Logger     // discards if nil
 }
 
 // History is the stored data the history endpoints read: a storage.Store,
@@ -59,7 +92,7 @@ type History interface {
 // Server is the API's HTTP handler.
 type Server struct {
 	cfg          Config
-	http         HTTPConfig
+	deps         Deps
 	router       *mux.Router
 	cache        atomic.Pointer[rendered]
 	cacheControl []string
@@ -67,27 +100,27 @@ type Server struct {
 }
 
 // New returns the API handler.
-func New(cfg Config) *Server {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+func New(cfg Config, deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if deps.Now == nil {
+		deps.Now = time.Now
 	}
-	if cfg.Ready == nil {
-		cfg.Ready = func() error { return nil }
+	if deps.Ready == nil {
+		deps.Ready = func() error { return nil }
 	}
-	s := &Server{cfg: cfg, http: cfg.HTTP, router: mux.NewRouter()}
+	s := &Server{cfg: cfg, deps: deps, router: mux.NewRouter()}
 	s.cacheControl = []string{"no-cache"}
-	if age := int(cfg.HTTP.CacheMaxAge / time.Second); age > 0 {
+	if age := int(cfg.CacheMaxAge / time.Second); age > 0 {
 		s.cacheControl = []string{"public, max-age=" + strconv.Itoa(age)}
 	}
-	if cfg.Metrics != nil {
+	if deps.Metrics != nil {
 		s.metrics = &routeMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logtally_api_requests_total", Help: "API requests by route and status.",
 		}, []string{"route", "code"})}
-		cfg.Metrics.MustRegister(s.metrics.requests)
-		s.router.Handle("/metrics", metricsHandler(cfg.Metrics)).Methods(http.MethodGet, http.MethodHead)
+		deps.Metrics.MustRegister(s.metrics.requests)
+		s.router.Handle("/metrics", metricsHandler(deps.Metrics)).Methods(http.MethodGet, http.MethodHead)
 	}
 	get := func(path string, h http.HandlerFunc) {
 		s.router.HandleFunc(path, s.counted(path, h)).Methods(http.MethodGet, http.MethodHead)
@@ -166,7 +199,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Ready(); err != nil {
+	if err := s.deps.Ready(); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
 		return
 	}

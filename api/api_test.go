@@ -16,7 +16,7 @@ func testServer() *Server {
 		Length: 10 * time.Minute, Requests: 9, PageViews: 5, Visitors: 2,
 		Pages: []logtally.PageCount{{Path: "/a", PageViews: 3}, {Path: "/b", PageViews: 2}},
 	}
-	return New(Config{Snapshot: func() *logtally.Snapshot { return snap }})
+	return New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return snap }})
 }
 
 func TestEndpoints(t *testing.T) {
@@ -59,7 +59,7 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestEmptyPagesIsArray(t *testing.T) {
-	s := New(Config{Snapshot: func() *logtally.Snapshot { return &logtally.Snapshot{Length: time.Minute} }})
+	s := New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return &logtally.Snapshot{Length: time.Minute} }})
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/pages", nil))
 	var body struct{ Pages []logtally.PageCount }
@@ -70,7 +70,7 @@ func TestEmptyPagesIsArray(t *testing.T) {
 
 func TestApproximateVisitors(t *testing.T) {
 	snap := &logtally.Snapshot{Length: time.Minute, Visitors: 5_123_456, Approximate: true, Rejected: 3}
-	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }})
+	s := New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return snap }})
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/stats", nil))
 	want := `{"from":"0001-01-01T00:00:00Z","to":"0001-01-01T00:00:00Z","window_seconds":60,"visitors":5123456,"approximate":true,"pageviews":0,"requests":0,"rejected":3}` + "\n"

@@ -37,7 +37,7 @@ type SeriesPoint struct {
 // series answers GET /api/v1/series?from=T&to=T&step=S. T is RFC3339 or unix
 // seconds; S is one of logtally.Steps. Defaults: the last hour, by minute.
 func (s *Server) series(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.History == nil {
+	if s.deps.History == nil {
 		writeError(w, http.StatusNotFound, "no history is kept")
 		return
 	}
@@ -45,7 +45,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	now := s.cfg.Now()
+	now := s.deps.Now()
 	to, err := timeParam(r, "to", now)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -70,7 +70,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "step must be one of 1m, 5m, 15m, 1h, 1d")
 		return
 	}
-	res, err := s.cfg.History.Series(from, to, step)
+	res, err := s.deps.History.Series(from, to, step)
 	if errors.Is(err, logtally.ErrTooManyPoints) {
 		writeError(w, http.StatusBadRequest, "more than "+strconv.Itoa(logtally.MaxPoints)+" points: use a longer step or a shorter range")
 		return
@@ -103,7 +103,7 @@ type PageCounts struct {
 // pageCounts answers GET /api/v1/pages/count?path=A&path=B: the counter an
 // article or listing shows next to each item.
 func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.History == nil {
+	if s.deps.History == nil {
 		writeError(w, http.StatusNotFound, "no history is kept")
 		return
 	}
@@ -122,12 +122,12 @@ func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	counts, err := s.cfg.History.PathCounts(paths, s.cfg.Now())
+	counts, err := s.deps.History.PathCounts(paths, s.deps.Now())
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	snap := s.cfg.Snapshot()
+	snap := s.deps.Snapshot()
 	body := CountsBody{Pages: make([]PageCounts, len(counts))}
 	for i, c := range counts {
 		live, _ := snap.PathViews(c.Path)
@@ -138,7 +138,7 @@ func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
 
 // internal logs an unexpected error and answers 500 without its details.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
-	s.cfg.Logger.Error("api", "path", r.URL.Path, "err", err)
+	s.deps.Logger.Error("api", "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal error")
 }
 

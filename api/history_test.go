@@ -36,7 +36,7 @@ func (h *history) PathCounts(paths []string, day time.Time) ([]logtally.PathCoun
 func historyServer(h *history, ready func() error) *Server {
 	snap := &logtally.Snapshot{Length: 10 * time.Minute, Pages: []logtally.PageCount{{Path: "/a", PageViews: 7}}}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	return New(Config{Snapshot: func() *logtally.Snapshot { return snap }, History: h, Ready: ready,
+	return New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return snap }, History: h, Ready: ready,
 		Now: func() time.Time { return now }})
 }
 

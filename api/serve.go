@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"flag"
 	"hash/fnv"
 	"net/http"
 	"strconv"
@@ -14,31 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// DefaultCacheMaxAge is how long clients and proxies may reuse a stats or
-// pages answer.
-const DefaultCacheMaxAge = 5 * time.Second
-
-// HTTPConfig holds the API's operator settings.
-type HTTPConfig struct {
-	CacheMaxAge time.Duration // Cache-Control max-age of the live endpoints
-	CORSOrigins []string      // origins allowed to read the API from a browser; "*" for any
-}
-
-// RegisterFlags registers the API's flags on fs.
-func (c *HTTPConfig) RegisterFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.CacheMaxAge, "cache-max-age", DefaultCacheMaxAge,
-		"Cache-Control max-age of /api/v1/stats and /api/v1/pages (0 for no-cache)")
-	fs.Func("cors-origin", "`origin` allowed to read the API from a browser (repeat, or comma-separated; * for any)",
-		func(v string) error {
-			for _, o := range strings.Split(v, ",") {
-				if o = strings.TrimSpace(o); o != "" {
-					c.CORSOrigins = append(c.CORSOrigins, o)
-				}
-			}
-			return nil
-		})
-}
 
 // body is a rendered answer with its entity tag.
 type body struct {
@@ -66,7 +40,7 @@ type rendered struct {
 }
 
 func (s *Server) rendered() *rendered {
-	snap := s.cfg.Snapshot()
+	snap := s.deps.Snapshot()
 	if c := s.cache.Load(); c != nil && c.snap == snap {
 		return c
 	}
@@ -133,11 +107,11 @@ func etagMatch(values []string, etag string) bool {
 // requests itself.
 func (s *Server) cors(w http.ResponseWriter, r *http.Request) (done bool) {
 	origin := r.Header.Get("Origin")
-	if origin == "" || len(s.http.CORSOrigins) == 0 {
+	if origin == "" || len(s.cfg.CORSOrigins) == 0 {
 		return false
 	}
 	allowed := ""
-	for _, o := range s.http.CORSOrigins {
+	for _, o := range s.cfg.CORSOrigins {
 		if o == "*" {
 			allowed = "*"
 			break

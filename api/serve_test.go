@@ -26,7 +26,7 @@ func do(s http.Handler, method, target string, header map[string]string) *httpte
 func TestETagAndCacheControl(t *testing.T) {
 	var snap atomic.Pointer[logtally.Snapshot]
 	snap.Store(&logtally.Snapshot{Length: time.Minute, Requests: 1})
-	s := New(Config{Snapshot: snap.Load, HTTP: HTTPConfig{CacheMaxAge: 5 * time.Second}})
+	s := New(Config{CacheMaxAge: 5 * time.Second}, Deps{Snapshot: snap.Load})
 
 	first := do(s, "GET", "/api/v1/stats", nil)
 	etag := first.Header().Get("ETag")
@@ -56,7 +56,7 @@ func TestETagAndCacheControl(t *testing.T) {
 		t.Errorf("HEAD: %d with %d bytes", head.Code, head.Body.Len())
 	}
 
-	noCache := New(Config{Snapshot: snap.Load})
+	noCache := New(Config{}, Deps{Snapshot: snap.Load})
 	if cc := do(noCache, "GET", "/api/v1/stats", nil).Header().Get("Cache-Control"); cc != "no-cache" {
 		t.Errorf("max-age 0: Cache-Control %q, want no-cache", cc)
 	}
@@ -64,8 +64,8 @@ func TestETagAndCacheControl(t *testing.T) {
 
 func TestCORS(t *testing.T) {
 	snap := &logtally.Snapshot{Length: time.Minute}
-	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap },
-		HTTP: HTTPConfig{CORSOrigins: []string{"https://example.com"}}})
+	s := New(Config{CORSOrigins: []string{"https://example.com"}},
+		Deps{Snapshot: func() *logtally.Snapshot { return snap }})
 	tests := []struct {
 		name, method, origin, reqMethod string
 		status                          int
@@ -95,7 +95,7 @@ func TestCORS(t *testing.T) {
 			}
 		})
 	}
-	any := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, HTTP: HTTPConfig{CORSOrigins: []string{"*"}}})
+	any := New(Config{CORSOrigins: []string{"*"}}, Deps{Snapshot: func() *logtally.Snapshot { return snap }})
 	if got := do(any, "GET", "/api/v1/stats", map[string]string{"Origin": "https://a.example"}).Header().Get("Access-Control-Allow-Origin"); got != "*" {
 		t.Errorf("*: allow-origin %q", got)
 	}
@@ -104,7 +104,7 @@ func TestCORS(t *testing.T) {
 func TestMetricsParse(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	snap := &logtally.Snapshot{Length: time.Minute}
-	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, Metrics: reg})
+	s := New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return snap }, Metrics: reg})
 	do(s, "GET", "/api/v1/stats", nil)
 	do(s, "GET", "/api/v1/stats", nil)
 	do(s, "GET", "/api/v1/pages?limit=0", nil)
@@ -141,7 +141,7 @@ func TestMetricsParse(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	snap := &logtally.Snapshot{Length: time.Minute}
-	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, Status: func() Status {
+	s := New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return snap }, Status: func() Status {
 		return Status{Version: "test", Lines: LineStatus{Read: 3, Parsed: 2, Rejected: 1, ByReason: map[string]int64{"bad timestamp": 1}},
 			Samples: []RejectedSample{{Reason: "bad timestamp", Line: "x"}}, Store: StoreStatus{State: "ok"}}
 	}})
@@ -160,7 +160,7 @@ func TestStatus(t *testing.T) {
 // it should cost about as much as writing the cached body.
 func BenchmarkStatsPoll(b *testing.B) {
 	snap := &logtally.Snapshot{Length: 10 * time.Minute, Requests: 12345, PageViews: 678, Visitors: 90}
-	s := New(Config{Snapshot: func() *logtally.Snapshot { return snap }, HTTP: HTTPConfig{CacheMaxAge: 5 * time.Second}})
+	s := New(Config{CacheMaxAge: 5 * time.Second}, Deps{Snapshot: func() *logtally.Snapshot { return snap }})
 	req := httptest.NewRequest("GET", "/api/v1/stats", nil)
 	w := &discardWriter{h: http.Header{}}
 	b.ReportAllocs()

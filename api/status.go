@@ -56,11 +56,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if s.cfg.Status == nil {
+	if s.deps.Status == nil {
 		writeError(w, http.StatusNotFound, "no status is available")
 		return
 	}
-	st := s.cfg.Status()
+	st := s.deps.Status()
 	if st.Files == nil {
 		st.Files = []FileStatus{}
 	}

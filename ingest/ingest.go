@@ -6,6 +6,11 @@
 // locks. Readers see the window only through the snapshots it publishes.
 // Parsing, the expensive part, is separate from applying: Replay parses
 // chunks on every core and applies the results in order on that goroutine.
+//
+// At start, Restore rebuilds the live window from what the store kept, so a
+// restart continues the counts. A Pipeline reports what it did as
+// Prometheus metrics (it is a prometheus.Collector) and, after a replay, as
+// a Summary.
 package ingest
 
 import (
@@ -25,13 +30,7 @@ import (
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
-)
-
-// Defaults for Config.
-const (
-	DefaultFlushInterval   = time.Second
-	DefaultFlushLines      = 50_000
-	DefaultPublishInterval = 100 * time.Millisecond
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Clock anchors for Config.Anchor.
@@ -43,45 +42,91 @@ const (
 	AnchorLog = "log"
 )
 
-// Config configures a Pipeline.
+// Config is how a Pipeline runs: plain values, set from flags or by the
+// program. Zero fields take their defaults in New.
 type Config struct {
-	Format     *parser.Format
-	Classifier *classify.Classifier
-	Window     *window.Window
-	Store      Committer
-	MaxLine    int // longer lines are rejected; tailer.DefaultMaxLine if zero
-	// OnCommit, if set, is told how long each successful commit took.
-	OnCommit func(time.Duration)
-	// NoSamples turns off keeping the last rejected lines.
-	NoSamples bool
+	Anchor          string        // AnchorClock or AnchorLog
+	FlushInterval   time.Duration // longest time between commits
+	FlushLines      int           // most lines in one commit
+	PublishInterval time.Duration // longest time between two snapshots of the window
+	NoSamples       bool          // do not keep the last rejected lines
 	// PersistWindow stores the live window's per-second state with each
-	// commit, so that a restart rebuilds the window exactly. Replay, which
-	// has no live window to serve, leaves it off.
-	PersistWindow   bool
-	Now             func() time.Time // the clock; time.Now if nil
-	Anchor          string           // AnchorClock (default) or AnchorLog
-	FlushInterval   time.Duration
-	FlushLines      int
-	PublishInterval time.Duration
-	Logger          *slog.Logger
+	// commit, so that a restart rebuilds the window exactly (see Restore).
+	// Replay, which has no live window to serve, leaves it off.
+	PersistWindow bool
+	MaxLine       int // longer lines are rejected: the tailer's limit
 }
 
-// RegisterFlags registers the pipeline's flags on fs; the fields that are
-// objects (Format, Store, ...) are set by the caller.
+// DefaultConfig returns the defaults: what the flags start at, and what New
+// gives a zero field.
+func DefaultConfig() Config {
+	return Config{
+		Anchor:          AnchorClock,
+		FlushInterval:   time.Second,
+		FlushLines:      50_000,
+		PublishInterval: 100 * time.Millisecond,
+		MaxLine:         tailer.DefaultMaxLine,
+	}
+}
+
+// RegisterFlags sets c to the defaults and registers the pipeline's flags
+// on fs. PersistWindow and MaxLine are the program's to set.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Anchor, "window-end", AnchorClock,
+	*c = DefaultConfig()
+	fs.StringVar(&c.Anchor, "window-end", c.Anchor,
 		"what the window ends at: clock (now) or log (the newest line's time, for archives)")
-	fs.DurationVar(&c.FlushInterval, "flush-interval", DefaultFlushInterval, "longest time between commits")
-	fs.IntVar(&c.FlushLines, "flush-lines", DefaultFlushLines, "most lines in one commit")
-	fs.BoolVar(&c.NoSamples, "no-samples", false, "do not keep the last rejected lines for /api/v1/status")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest time between commits")
+	fs.IntVar(&c.FlushLines, "flush-lines", c.FlushLines, "most lines in one commit")
+	fs.BoolVar(&c.NoSamples, "no-samples", c.NoSamples, "do not keep the last rejected lines for /api/v1/status")
 }
 
 // Validate reports settings that cannot work.
-func (c *Config) Validate() error {
+func (c Config) Validate() error {
+	var errs []error
 	if c.Anchor != "" && c.Anchor != AnchorClock && c.Anchor != AnchorLog {
-		return fmt.Errorf("window end %q: want %s or %s", c.Anchor, AnchorClock, AnchorLog)
+		errs = append(errs, fmt.Errorf("window end %q: want %s or %s", c.Anchor, AnchorClock, AnchorLog))
 	}
-	return nil
+	if c.FlushInterval < 0 || c.PublishInterval < 0 {
+		errs = append(errs, fmt.Errorf("flush interval %s, publish interval %s: must not be negative",
+			c.FlushInterval, c.PublishInterval))
+	}
+	if c.FlushLines < 0 || c.MaxLine < 0 {
+		errs = append(errs, fmt.Errorf("flush lines %d, max line %d: must not be negative", c.FlushLines, c.MaxLine))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with its zero fields set to the defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Anchor == "" {
+		c.Anchor = d.Anchor
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = d.FlushInterval
+	}
+	if c.FlushLines <= 0 {
+		c.FlushLines = d.FlushLines
+	}
+	if c.PublishInterval <= 0 {
+		c.PublishInterval = d.PublishInterval
+	}
+	if c.MaxLine <= 0 {
+		c.MaxLine = d.MaxLine
+	}
+	return c
+}
+
+// Deps are what a Pipeline works with.
+type Deps struct {
+	Format     *parser.Format       // parses lines
+	Classifier *classify.Classifier // turns parsed lines into hits
+	// Window is the live window. From New on, the pipeline's goroutine is
+	// the one that changes it; others only read its Current snapshot.
+	Window *window.Window
+	Store  Committer        // where batches go
+	Now    func() time.Time // the clock; time.Now if nil
+	Logger *slog.Logger     // discards if nil
 }
 
 // Committer is where batches go: *storage.Store, or a test's failing double.
@@ -91,7 +136,14 @@ type Committer interface {
 
 // Pipeline is the ingest loop. Its counters may be read from any goroutine.
 type Pipeline struct {
-	cfg   Config
+	cfg        Config
+	format     *parser.Format
+	classifier *classify.Classifier
+	win        *window.Window
+	store      Committer
+	now        func() time.Time
+	log        *slog.Logger
+
 	batch *logtally.Batch
 	rec   parser.Record
 	res   result // Run's reusable result
@@ -106,6 +158,8 @@ type Pipeline struct {
 	commits  atomic.Int64
 	lastOK   atomic.Int64 // unix nanoseconds of the last successful commit
 	bytes    atomic.Int64 // bytes of lines read
+
+	commitSeconds prometheus.Histogram
 
 	samplesMu sync.Mutex
 	samples   []Sample // the last MaxSamples rejected lines, oldest first
@@ -134,30 +188,20 @@ var (
 	longLineIdx = len(rejectReasons) - 2
 )
 
-// New returns a pipeline. Unset intervals take their defaults.
-func New(cfg Config) *Pipeline {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+// New returns a pipeline that runs as cfg says, with deps.
+func New(cfg Config, deps Deps) *Pipeline {
+	if deps.Now == nil {
+		deps.Now = time.Now
 	}
-	if cfg.Anchor == "" {
-		cfg.Anchor = AnchorClock
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = DefaultFlushInterval
+	return &Pipeline{
+		cfg: cfg.withDefaults(), format: deps.Format, classifier: deps.Classifier, win: deps.Window,
+		store: deps.Store, now: deps.Now, log: deps.Logger,
+		batch: logtally.NewBatch(), rejected: make([]atomic.Int64, len(rejectReasons)),
+		commitSeconds: newCommitHistogram(),
 	}
-	if cfg.FlushLines <= 0 {
-		cfg.FlushLines = DefaultFlushLines
-	}
-	if cfg.PublishInterval <= 0 {
-		cfg.PublishInterval = DefaultPublishInterval
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.MaxLine <= 0 {
-		cfg.MaxLine = tailer.DefaultMaxLine
-	}
-	return &Pipeline{cfg: cfg, batch: logtally.NewBatch(), rejected: make([]atomic.Int64, len(rejectReasons))}
 }
 
 // Run consumes chunks until in is closed or ctx is done, then commits what
@@ -170,7 +214,7 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 	defer publish.Stop()
 	// On the clock, counts also change when a second leaves the window:
 	// publish on each second boundary too, so the slide shows at once.
-	second := time.NewTimer(untilNextSecond(p.cfg.Now()))
+	second := time.NewTimer(untilNextSecond(p.now()))
 	defer second.Stop()
 	if p.cfg.Anchor != AnchorClock {
 		second.Stop()
@@ -196,7 +240,7 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 			p.publish()
 		case <-second.C:
 			p.publish()
-			second.Reset(untilNextSecond(p.cfg.Now()))
+			second.Reset(untilNextSecond(p.now()))
 		}
 	}
 }
@@ -226,7 +270,7 @@ func (p *Pipeline) logRejected(line []byte, err error) {
 		if len(line) > max {
 			line = line[:max]
 		}
-		p.cfg.Logger.Warn("rejected line", "reason", err, "line", string(line),
+		p.log.Warn("rejected line", "reason", err, "line", string(line),
 			"rejected_total", p.Rejected())
 	}
 }
@@ -236,7 +280,7 @@ func (p *Pipeline) sample(line []byte, err error) {
 	if len(line) > MaxSampleSize {
 		line = line[:MaxSampleSize]
 	}
-	s := Sample{Time: p.cfg.Now(), Reason: err.Error(), Line: strings.ToValidUTF8(string(line), "\uFFFD")}
+	s := Sample{Time: p.now(), Reason: err.Error(), Line: strings.ToValidUTF8(string(line), "\uFFFD")}
 	p.samplesMu.Lock()
 	if len(p.samples) == MaxSamples {
 		copy(p.samples, p.samples[1:])
@@ -269,22 +313,20 @@ func (p *Pipeline) commit() error {
 		return nil
 	}
 	if p.cfg.PersistWindow {
-		p.batch.SetWindowStart(p.cfg.Window.Start())
+		p.batch.SetWindowStart(p.win.Start())
 	}
 	began := time.Now()
-	if err := p.cfg.Store.Commit(p.batch); err != nil {
+	if err := p.store.Commit(p.batch); err != nil {
 		if p.lastErr.Load() == nil {
-			p.cfg.Logger.Error("commit failed; reading paused until it succeeds", "err", err)
+			p.log.Error("commit failed; reading paused until it succeeds", "err", err)
 		}
 		p.lastErr.Store(&err)
 		return err
 	}
 	if p.lastErr.Swap(nil) != nil {
-		p.cfg.Logger.Info("commit succeeded again; reading resumed")
+		p.log.Info("commit succeeded again; reading resumed")
 	}
-	if p.cfg.OnCommit != nil {
-		p.cfg.OnCommit(time.Since(began))
-	}
+	p.commitSeconds.Observe(time.Since(began).Seconds())
 	p.commits.Add(1)
 	p.lastOK.Store(time.Now().UnixNano())
 	p.batch.Reset()
@@ -305,9 +347,9 @@ func (p *Pipeline) Commits() int64 { return p.commits.Load() }
 
 func (p *Pipeline) publish() {
 	if p.cfg.Anchor == AnchorClock {
-		p.cfg.Window.Advance(p.cfg.Now())
+		p.win.Advance(p.now())
 	}
-	p.cfg.Window.Publish()
+	p.win.Publish()
 }
 
 // Lines returns how many lines have been read.

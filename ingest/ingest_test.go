@@ -71,8 +71,8 @@ func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := t0.Add(5 * time.Minute) // after every line the test writes
-	p := New(Config{Format: format, Classifier: classifier, Window: window.New(window.DefaultConfig(), now), Store: store,
-		Now: func() time.Time { return now }, FlushLines: 50, FlushInterval: time.Millisecond})
+	p := New(Config{FlushLines: 50, FlushInterval: time.Millisecond}, Deps{Format: format, Classifier: classifier,
+		Window: window.New(window.DefaultConfig(), now), Store: store, Now: func() time.Time { return now }})
 
 	in := make(chan tailer.Chunk)
 	done := make(chan error, 1)

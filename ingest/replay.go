@@ -142,8 +142,8 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 		var err error
 		if len(line) > p.cfg.MaxLine {
 			err = tailer.ErrLongLine
-		} else if err = p.cfg.Format.Parse(line, rec); err == nil {
-			r.hits = append(r.hits, p.cfg.Classifier.Classify(rec))
+		} else if err = p.format.Parse(line, rec); err == nil {
+			r.hits = append(r.hits, p.classifier.Classify(rec))
 			continue
 		}
 		r.rejected[reasonIndex(err)]++
@@ -172,14 +172,14 @@ func (p *Pipeline) apply(r *result) {
 		h := &r.hits[i]
 		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
 			p.last = h.Time
-			p.cfg.Window.Advance(time.Unix(h.Time, 0))
+			p.win.Advance(time.Unix(h.Time, 0))
 		}
-		outcome := p.cfg.Window.Add(*h)
+		outcome := p.win.Add(*h)
 		if outcome == window.TooNew {
 			// Too far ahead of the clock to trust; the window counted it as
 			// rejected already.
 			p.rejected[tooNewIdx].Add(1)
-			p.batch.Reject(p.cfg.Now().Unix())
+			p.batch.Reject(p.now().Unix())
 			continue
 		}
 		parsed++
@@ -190,12 +190,12 @@ func (p *Pipeline) apply(r *result) {
 	p.lines.Add(r.lines)
 	p.parsed.Add(parsed)
 	p.bytes.Add(r.size)
-	now := p.cfg.Now().Unix()
+	now := p.now().Unix()
 	for i, n := range r.rejected {
 		if n > 0 {
 			p.rejected[i].Add(n)
 			for range n {
-				p.cfg.Window.Reject()
+				p.win.Reject()
 				p.batch.Reject(now)
 			}
 		}

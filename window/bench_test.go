@@ -166,7 +166,7 @@ func BenchmarkHeap(b *testing.B) {
 					buf = l.path(i, buf[:0], rng)
 					w.Add(logtally.Hit{Time: sec, PageView: true, Visitor: l.visitor(i), Path: buf})
 				}
-				s := w.Publish()
+				s := publish(w)
 				if s.PageViews != int64(l.pageviews) {
 					b.Fatalf("%d page views in the window, want %d", s.PageViews, l.pageviews)
 				}

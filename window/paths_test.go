@@ -86,7 +86,7 @@ func checkTable(t *testing.T, tab *pathTable, refs []pathRef) {
 // 100,000 paths with a million random paths; one path with 1% of the page views must stay in
 // the table all along and keep an exact count, and so must one with 0.5%.
 func TestHeavyHitterSurvivesFlood(t *testing.T) {
-	n, maxPaths := 1_000_000, DefaultMaxPaths
+	n, maxPaths := 1_000_000, DefaultConfig().MaxPaths
 	if testing.Short() {
 		n, maxPaths = 100_000, 10_000
 	}
@@ -127,7 +127,7 @@ func TestHeavyHitterSurvivesFlood(t *testing.T) {
 			}
 		}
 	}
-	s := w.Publish()
+	s := publish(w)
 	if s.Pages[0].Path != "/heavy" || s.Pages[1].Path != "/half" || w.paths.len() != maxPaths {
 		t.Fatalf("top pages %v, %d paths; want /heavy then /half, the cap", s.Pages[:2], w.paths.len())
 	}
@@ -191,7 +191,7 @@ func TestFloodKeepsListsBounded(t *testing.T) {
 		maxVisitors = max(maxVisitors, w.visitorEntries)
 	}
 	checkWindow(t, w)
-	s := w.Publish()
+	s := publish(w)
 	if want := int64(perSec * length); s.PageViews != want || s.Visitors != int64(visitors) {
 		t.Fatalf("%d page views, %d visitors; want %d, %d", s.PageViews, s.Visitors, want, visitors)
 	}

@@ -33,7 +33,7 @@ func TestVisitorCap(t *testing.T) {
 	for i := range 5000 {
 		w.Add(pv(-int64(i%5), mix(uint64(i)), "/a"))
 	}
-	s := w.Publish()
+	s := publish(w)
 	if !s.Approximate || s.Visitors < 4850 || s.Visitors > 5150 || s.PageViews != 5000 {
 		t.Fatalf("past the cap: %+v, want about 5000 visitors, approximate", s)
 	}
@@ -43,7 +43,7 @@ func TestVisitorCap(t *testing.T) {
 		for v := range uint64(10) {
 			w.Add(pv(sec, mix(v), "/b"))
 		}
-		s = w.Publish()
+		s = publish(w)
 		switch {
 		case sec <= 5 && !s.Approximate:
 			t.Fatalf("at +%d: exact while the crowd is in the window", sec)

@@ -6,7 +6,7 @@
 // the clock forward subtracts the seconds that leave. A visitor stays counted
 // for as long as its latest page view is inside the window, which is what
 // makes the unique count exact. One goroutine owns a Window; readers get an
-// immutable Snapshot that the owner publishes, so reads never wait on ingest.
+// immutable logtally.Snapshot that the owner publishes, so reads never wait on ingest.
 //
 // # Time
 //
@@ -50,14 +50,6 @@ import (
 	"github.com/logtally/logtally"
 )
 
-// Defaults for Config.
-const (
-	DefaultLength      = 10 * time.Minute
-	DefaultMaxSkew     = 2 * time.Minute
-	DefaultMaxPaths    = 100_000
-	DefaultMaxVisitors = 5_000_000
-)
-
 // ErrTooNew is the reason a hit further in the future than MaxSkew is
 // rejected: a clock that far ahead is wrong, and holding its lines would let
 // one bad server grow memory without bound.
@@ -65,26 +57,44 @@ var ErrTooNew = errors.New("timestamp too far in the future")
 
 // Config configures a Window.
 type Config struct {
-	Length      time.Duration // window length, whole seconds; default DefaultLength
+	Length      time.Duration // window length, whole seconds
 	MaxSkew     time.Duration // how far in the future a hit may be and still be held
-	MaxPaths    int           // distinct paths counted exactly; default DefaultMaxPaths
-	MaxVisitors int           // distinct visitors counted exactly; default DefaultMaxVisitors
+	MaxPaths    int           // distinct paths counted exactly
+	MaxVisitors int           // distinct visitors counted exactly
 }
 
-// DefaultConfig returns the documented defaults.
+// DefaultConfig returns the documented defaults: what the flags start at,
+// and what New gives a zero field.
 func DefaultConfig() Config {
-	return Config{Length: DefaultLength, MaxSkew: DefaultMaxSkew, MaxPaths: DefaultMaxPaths, MaxVisitors: DefaultMaxVisitors}
+	return Config{Length: 10 * time.Minute, MaxSkew: 2 * time.Minute, MaxPaths: 100_000, MaxVisitors: 5_000_000}
 }
 
-// RegisterFlags registers the window's flags on fs.
+// RegisterFlags sets c to the defaults and registers the window's flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.Length, "window", DefaultLength, "length of the live window, whole seconds")
-	fs.DurationVar(&c.MaxSkew, "max-skew", DefaultMaxSkew,
+	*c = DefaultConfig()
+	fs.DurationVar(&c.Length, "window", c.Length, "length of the live window, whole seconds")
+	fs.DurationVar(&c.MaxSkew, "max-skew", c.MaxSkew,
 		"lines up to this far in the future are held until their second; further ahead they are rejected")
-	fs.IntVar(&c.MaxPaths, "max-paths", DefaultMaxPaths,
+	fs.IntVar(&c.MaxPaths, "max-paths", c.MaxPaths,
 		"most distinct paths counted in the window; past it the least viewed are folded (top pages stay right)")
-	fs.IntVar(&c.MaxVisitors, "max-visitors", DefaultMaxVisitors,
+	fs.IntVar(&c.MaxVisitors, "max-visitors", c.MaxVisitors,
 		"most distinct visitors counted exactly; past it visitors are estimated (HyperLogLog, ~1% error)")
+}
+
+// withDefaults returns c with its zero fields, except MaxSkew (for which
+// zero means none), set to the defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Length <= 0 {
+		c.Length = d.Length
+	}
+	if c.MaxPaths <= 0 {
+		c.MaxPaths = d.MaxPaths
+	}
+	if c.MaxVisitors <= 0 {
+		c.MaxVisitors = d.MaxVisitors
+	}
+	return c
 }
 
 // Validate reports a configuration that New would have to correct.
@@ -152,7 +162,7 @@ type Window struct {
 	touched          []int32
 
 	changed bool // counts or bounds changed since the last Publish
-	current atomic.Pointer[Snapshot]
+	current atomic.Pointer[logtally.Snapshot]
 }
 
 type slot struct {
@@ -180,15 +190,7 @@ type heldHit struct {
 // New returns an empty window whose last second is now. Zero fields of cfg
 // take their defaults, except MaxSkew, for which zero means none.
 func New(cfg Config, now time.Time) *Window {
-	if cfg.Length <= 0 {
-		cfg.Length = DefaultLength
-	}
-	if cfg.MaxPaths <= 0 {
-		cfg.MaxPaths = DefaultMaxPaths
-	}
-	if cfg.MaxVisitors <= 0 {
-		cfg.MaxVisitors = DefaultMaxVisitors
-	}
+	cfg = cfg.withDefaults()
 	n := max(int64(cfg.Length/time.Second), 1)
 	skew := max(int64(cfg.MaxSkew/time.Second), 0)
 	w := &Window{
@@ -470,54 +472,47 @@ func (w *Window) Seed(sec, requests, pageviews int64, visitors []uint64, paths m
 // Advance moves the window so that its last second is now. Seconds that leave
 // the window are subtracted; held hits whose second has come are counted.
 // A now earlier than the current end is ignored: the window never goes back.
-// Advance reports whether the counts changed, which is when a new snapshot
-// is worth publishing at once.
-func (w *Window) Advance(now time.Time) bool {
+func (w *Window) Advance(now time.Time) {
 	to := now.Unix()
 	if to <= w.now {
-		return false
+		return
 	}
-	changed := false
 	from := max(w.now+1, to-w.length+1)
 	for sec := from; sec <= to; sec++ {
 		s := &w.slots[w.index(sec)]
-		changed = w.evict(s) || changed
+		w.evict(s)
 		s.sec = sec
 	}
 	old := w.now
 	w.now = to
 	for sec := old + 1; sec <= min(to, old+w.skew); sec++ {
-		changed = w.release(sec) || changed
+		w.release(sec)
 	}
 	if w.visitors != nil && w.sketch != nil && w.now-w.length+1 >= w.exactSince {
 		w.sketch = nil // the rebuilt set now covers the whole window
-		changed = true
 	}
 	w.changed = true // the bounds moved
-	return changed
 }
 
 // release counts the held hits of second sec, now inside the window.
-func (w *Window) release(sec int64) bool {
+func (w *Window) release(sec int64) {
 	f := &w.future[mod(sec, w.skew)]
 	if f.sec != sec {
-		return false
+		return
 	}
 	f.sec = -1
 	if sec <= w.now-w.length {
-		return false // the window jumped past it: history only
+		return // the window jumped past it: history only
 	}
 	for _, h := range f.hits {
 		w.add(sec, h.pageView, h.visitor, f.bytes[h.off:h.off+h.n])
 	}
-	return len(f.hits) > 0
 }
 
-// evict subtracts a slot's counts from the totals and empties it. It
-// reports whether the slot held anything.
-func (w *Window) evict(s *slot) bool {
+// evict subtracts a slot's counts from the totals and empties it.
+func (w *Window) evict(s *slot) {
 	if s.requests == 0 && s.rejected == 0 && len(s.visitors) == 0 && len(s.paths) == 0 {
-		return false
+		return
 	}
 	w.requests -= s.requests
 	w.pageviews -= s.pageviews
@@ -536,24 +531,19 @@ func (w *Window) evict(s *slot) bool {
 	s.requests, s.pageviews, s.rejected = 0, 0, 0
 	s.visitors = s.visitors[:0]
 	s.paths = s.paths[:0]
-	return true
 }
 
 // Start returns the first second inside the window.
 func (w *Window) Start() int64 { return w.now - w.length + 1 }
 
-// Snapshot is the window's published view: see logtally.Snapshot.
-type Snapshot = logtally.Snapshot
-
-// Publish makes a Snapshot of the current counts the one that Current
-// returns, and returns it. It costs O(logtally.MaxPages log logtally.MaxPages) when pages
-// changed and nothing when nothing did, so it may be called as often as
-// wanted.
-func (w *Window) Publish() *Snapshot {
+// Publish makes a snapshot of the current counts the one that Current
+// returns. It costs O(P log P), P = logtally.MaxPages, when pages changed
+// and nothing when nothing did, so it may be called as often as wanted.
+func (w *Window) Publish() {
 	if !w.changed {
-		return w.current.Load()
+		return
 	}
-	s := &Snapshot{
+	s := &logtally.Snapshot{
 		From:      time.Unix(w.now-w.length+1, 0).UTC(),
 		To:        time.Unix(w.now+1, 0).UTC(),
 		Length:    time.Duration(w.length) * time.Second,
@@ -583,9 +573,8 @@ func (w *Window) Publish() *Snapshot {
 	}
 	w.changed = false
 	w.current.Store(s)
-	return s
 }
 
-// Current returns the last published Snapshot. It is safe to call from any
+// Current returns the last published snapshot. It is safe to call from any
 // goroutine and never blocks.
-func (w *Window) Current() *Snapshot { return w.current.Load() }
+func (w *Window) Current() *logtally.Snapshot { return w.current.Load() }

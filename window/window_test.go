@@ -12,6 +12,12 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
+// publish publishes w's counts and returns the snapshot.
+func publish(w *Window) *logtally.Snapshot {
+	w.Publish()
+	return w.Current()
+}
+
 func pv(sec int64, visitor uint64, path string) logtally.Hit {
 	return logtally.Hit{Time: t0.Unix() + sec, PageView: true, Visitor: visitor, Path: []byte(path)}
 }
@@ -38,7 +44,7 @@ func TestSlidesSecondBySecond(t *testing.T) {
 	}
 	for _, tt := range tests {
 		w.Advance(t0.Add(time.Duration(tt.at) * time.Second))
-		s := w.Publish()
+		s := publish(w)
 		if s.Requests != tt.requests || s.PageViews != tt.pageviews || s.Visitors != tt.visitors {
 			t.Errorf("at +%ds: got requests=%d pageviews=%d visitors=%d, want %d %d %d",
 				tt.at, s.Requests, s.PageViews, s.Visitors, tt.requests, tt.pageviews, tt.visitors)
@@ -51,15 +57,15 @@ func TestRepeatVisitorAcrossEdge(t *testing.T) {
 	w.Add(pv(-9, 7, "/a"))
 	w.Add(pv(-2, 7, "/b"))
 	w.Add(pv(-3, 7, "/c")) // out of order: earlier than the latest
-	if got := w.Publish().Visitors; got != 1 {
+	if got := publish(w).Visitors; got != 1 {
 		t.Fatalf("visitors = %d, want 1", got)
 	}
 	w.Advance(t0.Add(7 * time.Second)) // window is -2..+7: -9 and -3 left, -2 stays
-	if s := w.Publish(); s.Visitors != 1 || s.PageViews != 1 {
+	if s := publish(w); s.Visitors != 1 || s.PageViews != 1 {
 		t.Fatalf("after slide: visitors=%d pageviews=%d, want 1 1", s.Visitors, s.PageViews)
 	}
 	w.Advance(t0.Add(8 * time.Second))
-	if s := w.Publish(); s.Visitors != 0 || s.PageViews != 0 {
+	if s := publish(w); s.Visitors != 0 || s.PageViews != 0 {
 		t.Fatalf("after all left: visitors=%d pageviews=%d, want 0 0", s.Visitors, s.PageViews)
 	}
 }
@@ -84,7 +90,7 @@ func TestOutOfOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		w.Advance(t0.Add(time.Duration(tt.at) * time.Second))
-		if s := w.Publish(); s.PageViews != tt.pageviews || s.Visitors != tt.visitors {
+		if s := publish(w); s.PageViews != tt.pageviews || s.Visitors != tt.visitors {
 			t.Errorf("at +%ds: pageviews=%d visitors=%d, want %d %d", tt.at, s.PageViews, s.Visitors, tt.pageviews, tt.visitors)
 		}
 	}
@@ -109,11 +115,11 @@ func TestOldAndFutureHits(t *testing.T) {
 			t.Errorf("%s: Add = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if s := w.Publish(); s.Requests != 2 || s.Rejected != 1 || s.Visitors != 1 {
+	if s := publish(w); s.Requests != 2 || s.Rejected != 1 || s.Visitors != 1 {
 		t.Fatalf("before the future seconds: %+v, want 2 requests, 1 visitor, 1 rejected", s)
 	}
 	w.Advance(t0.Add(time.Second))
-	if s := w.Publish(); s.Requests != 2 || s.Visitors != 2 || s.Pages[1].Path != "/soon" {
+	if s := publish(w); s.Requests != 2 || s.Visitors != 2 || s.Pages[1].Path != "/soon" {
 		t.Fatalf("at +1s: %+v, want -9 gone and the first held hit counted", s)
 	}
 	// The ring of held seconds is reused: a hit for +7 is fine now.
@@ -121,7 +127,7 @@ func TestOldAndFutureHits(t *testing.T) {
 		t.Errorf("Add(+6) at +1s = %v, want Held", got)
 	}
 	w.Advance(t0.Add(6 * time.Second))
-	s := w.Publish()
+	s := publish(w)
 	if s.Requests != 4 || s.Visitors != 4 {
 		t.Fatalf("at +6s: %+v, want 4 requests and visitors (+5 and +6 came)", s)
 	}
@@ -129,7 +135,7 @@ func TestOldAndFutureHits(t *testing.T) {
 		t.Errorf("pages = %v, want %v", s.Pages, want)
 	}
 	w.Advance(t0.Add(10 * time.Second)) // the rejected line's second, 0, leaves
-	if s := w.Publish(); s.Rejected != 0 {
+	if s := publish(w); s.Rejected != 0 {
 		t.Errorf("rejected = %d after its second left, want 0", s.Rejected)
 	}
 }
@@ -139,11 +145,11 @@ func TestHeldHitsSkippedByAJump(t *testing.T) {
 	w.Add(pv(2, 1, "/a"))
 	w.Add(pv(5, 2, "/b"))
 	w.Advance(t0.Add(7 * time.Second)) // window is 5..7: +2 is history, +5 counts
-	if s := w.Publish(); s.PageViews != 1 || s.Visitors != 1 || len(s.Pages) != 1 || s.Pages[0].Path != "/b" {
+	if s := publish(w); s.PageViews != 1 || s.Visitors != 1 || len(s.Pages) != 1 || s.Pages[0].Path != "/b" {
 		t.Fatalf("after the jump: %+v, want only /b", s)
 	}
 	w.Advance(t0.Add(100 * time.Second))
-	if s := w.Publish(); s.Requests != 0 || len(s.Pages) != 0 {
+	if s := publish(w); s.Requests != 0 || len(s.Pages) != 0 {
 		t.Fatalf("after a long jump: %+v, want empty", s)
 	}
 }
@@ -160,7 +166,7 @@ func TestPagesOrder(t *testing.T) {
 	for i, p := range []string{"/b", "/a", "/c", "/b", "/a", "/b"} {
 		w.Add(pv(-int64(i), uint64(i), p))
 	}
-	got := w.Publish().Pages
+	got := publish(w).Pages
 	want := []logtally.PageCount{{Path: "/b", PageViews: 3}, {Path: "/a", PageViews: 2}, {Path: "/c", PageViews: 1}}
 	if !slices.Equal(got, want) {
 		t.Errorf("pages = %v, want %v", got, want)
@@ -203,7 +209,7 @@ func TestMatchesBruteForce(t *testing.T) {
 					m.now += step
 					w.Advance(time.Unix(m.now, 0))
 				case r < 20:
-					m.check(t, w.Publish(), maxPaths, w.paths.folded == 0, maxVisitors)
+					m.check(t, publish(w), maxPaths, w.paths.folded == 0, maxVisitors)
 					checkWindow(t, w)
 				case r < 22:
 					w.Reject()
@@ -252,7 +258,7 @@ func (m *model) add(h logtally.Hit) Outcome {
 
 func (m *model) in(sec int64) bool { return sec > m.now-m.length && sec <= m.now }
 
-func (m *model) check(t *testing.T, s *Snapshot, maxPaths int, exactPaths bool, maxVisitors int) {
+func (m *model) check(t *testing.T, s *logtally.Snapshot, maxPaths int, exactPaths bool, maxVisitors int) {
 	t.Helper()
 	var requests, pageviews, rejected int64
 	visitors := map[uint64]bool{}
@@ -324,7 +330,7 @@ func TestSeed(t *testing.T) {
 	w.Seed(t0.Unix()-200, 5, 5, []uint64{1}, map[string]int64{"/gone": 5}) // before the window
 	w.Seed(t0.Unix()-61, 4, 3, []uint64{1, 2}, map[string]int64{"/a": 3})
 	w.Seed(t0.Unix()+59, 2, 2, []uint64{2, 3}, map[string]int64{"/a": 1, "/b": 1}) // clamped to now
-	s := w.Publish()
+	s := publish(w)
 	if s.Requests != 6 || s.PageViews != 5 || s.Visitors != 3 {
 		t.Fatalf("seeded: %+v, want 6 requests, 5 page views, 3 visitors", s)
 	}
@@ -332,7 +338,7 @@ func TestSeed(t *testing.T) {
 		t.Errorf("pages = %v, want %v", s.Pages, want)
 	}
 	w.Advance(t0.Add(60 * time.Second)) // the minute seeded at -61 leaves
-	if s := w.Publish(); s.Requests != 2 || s.Visitors != 2 {
+	if s := publish(w); s.Requests != 2 || s.Visitors != 2 {
 		t.Errorf("after slide: %+v, want 2 requests, 2 visitors", s)
 	}
 }

@@ -11,17 +11,15 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/status"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
@@ -55,8 +53,8 @@ type Main struct {
 	Rules  classify.Config
 	Store  storage.Config
 	Tailer tailer.Config
-	Ingest ingest.Config // its Format, Store, ... are filled in by Run
-	HTTP   api.HTTPConfig
+	Ingest ingest.Config
+	API    api.Config
 	Log    LogConfig
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
@@ -78,10 +76,8 @@ type Main struct {
 	readers  sync.WaitGroup // file readers
 	done     chan error     // the pipeline's result
 	tail     *tailer.Tailer
-	tailErr  *atomic.Pointer[error] // why following stopped, if it did
 	started  time.Time
 
-	commitSeconds prometheus.Histogram
 	// wrapStore, if set by a test, stands between ingest and the store.
 	wrapStore func(ingest.Committer) ingest.Committer
 }
@@ -89,7 +85,7 @@ type Main struct {
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
 	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.LookupEnv,
-		Window: window.DefaultConfig(), Rules: classify.DefaultConfig()}
+		Window: window.DefaultConfig(), Rules: classify.DefaultConfig(), Ingest: ingest.DefaultConfig(), API: api.DefaultConfig()}
 }
 
 // ParseFlags reads the command and its flags, and checks them before
@@ -120,7 +116,7 @@ func (m *Main) ParseFlags(args []string) error {
 		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
 		fs.StringVar(&m.DebugListen, "debug-listen", "",
 			"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
-		m.HTTP.RegisterFlags(fs)
+		m.API.RegisterFlags(fs)
 		synopsis = "logtally run [flags] [FILE...]"
 	}
 	m.Tailer.RegisterFlags(fs, m.Command == "run")
@@ -149,11 +145,13 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
 	}
+	m.Ingest.PersistWindow = m.Command == "run" // replay serves no window
+	m.Ingest.MaxLine = m.Tailer.MaxLine
 	if _, err := m.Parser.Compile(); err != nil {
 		return fmt.Errorf("--format: %w", err)
 	}
 	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
-		m.Store.Validate())
+		m.API.Validate(), m.Store.Validate())
 }
 
 // Run starts the command. For run, it returns once the API is listening and
@@ -166,17 +164,30 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	m.Parser.Logger = m.Logger // told once if the format falls back to gonx
-	format, err := m.Parser.Compile()
-	if err != nil {
-		return err
-	}
 	if m.Command == "replay" {
 		for _, f := range m.Files {
 			if _, err := os.Stat(f); err != nil {
 				return err
 			}
 		}
+	}
+	if err := m.open(); err != nil {
+		return err
+	}
+	ctx, m.cancel = context.WithCancel(ctx)
+	if m.Command == "replay" {
+		return m.replay(ctx)
+	}
+	return m.run(ctx)
+}
+
+// open opens the store, and on it the live window and the pipeline that
+// feeds them.
+func (m *Main) open() error {
+	m.Parser.Logger = m.Logger // told once if the format falls back to gonx
+	format, err := m.Parser.Compile()
+	if err != nil {
+		return err
 	}
 	storeCfg := m.Store
 	storeCfg.Now = m.Now
@@ -187,74 +198,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := m.openWindow(); err != nil {
+	if m.win, err = ingest.Restore(m.store, m.Window, m.Ingest.Anchor, m.Now()); err != nil {
 		return err
 	}
-	cfg := m.Ingest
-	cfg.Format, cfg.Classifier, cfg.Window, cfg.Store, cfg.Now, cfg.Logger = format, classifier, m.win, m.store, m.Now, m.Logger
-	cfg.PersistWindow = m.Command == "run"
+	var store ingest.Committer = m.store
 	if m.wrapStore != nil {
-		cfg.Store = m.wrapStore(m.store)
+		store = m.wrapStore(m.store)
 	}
-	m.commitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "logtally_commit_duration_seconds",
-		Help: "Time to commit a batch to the database.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
-	cfg.OnCommit = func(d time.Duration) { m.commitSeconds.Observe(d.Seconds()) }
-	cfg.MaxLine = m.Tailer.MaxLine
-	m.pipeline = ingest.New(cfg)
-	ctx, m.cancel = context.WithCancel(ctx)
-	if m.Command == "replay" {
-		return m.replay(ctx)
-	}
-	return m.run(ctx)
-}
-
-// openWindow builds the live window and refills it from the store: exactly
-// from the per-second state a previous run kept, and, for older parts of the
-// window that only a replay wrote, to the minute from the stored minutes.
-func (m *Main) openWindow() error {
-	end := m.Now()
-	if m.Ingest.Anchor == ingest.AnchorLog {
-		last, ok, err := m.store.Last()
-		if err != nil {
-			return err
-		}
-		end = last.Add(time.Minute - time.Second)
-		if !ok {
-			end = time.Unix(0, 0)
-		}
-	}
-	m.win = window.New(m.Window, end)
-	start := m.win.Start()
-	seconds, err := m.store.WindowSeconds(start, end.Unix())
-	if err != nil {
-		return err
-	}
-	exactFrom := end.Unix() + 1
-	if len(seconds) > 0 {
-		exactFrom = seconds[0].Time - seconds[0].Time%60 // whole minutes before it
-	}
-	minutes, err := m.store.Minutes(time.Unix(start, 0), time.Unix(exactFrom-1, 0))
-	if err != nil {
-		return err
-	}
-	for _, mi := range minutes {
-		if mi.Time.Unix()+59 >= exactFrom {
-			continue
-		}
-		visitors, _, err := m.store.MinuteVisitors(mi.Time)
-		if err != nil {
-			return err
-		}
-		paths := make(map[string]int64, len(mi.Top))
-		for _, p := range mi.Top {
-			paths[p.Path] = p.PageViews
-		}
-		m.win.Seed(mi.Time.Unix()+59, mi.Requests, mi.PageViews, visitors, paths)
-	}
-	for _, sec := range seconds {
-		m.win.Seed(sec.Time, sec.Requests, sec.PageViews, sec.Visitors, sec.Paths)
-	}
-	m.win.Publish()
+	m.pipeline = ingest.New(m.Ingest, ingest.Deps{Format: format, Classifier: classifier, Window: m.win, Store: store,
+		Now: m.Now, Logger: m.Logger})
 	return nil
 }
 
@@ -262,17 +214,10 @@ func (m *Main) run(ctx context.Context) error {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
+	deps := status.Deps{Pipeline: m.pipeline}
 	if len(m.Files) > 0 {
-		t := tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
-		m.tail, m.tailErr = t, new(atomic.Pointer[error])
-		m.readers.Add(1)
-		go func() {
-			defer m.readers.Done()
-			if err := t.Run(ctx); err != nil {
-				m.Logger.Error("following stopped", "err", err)
-				m.tailErr.Store(&err)
-			}
-		}()
+		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
+		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
 	}
 	m.done = make(chan error, 1)
 	go func() { m.done <- m.pipeline.Run(ctx, chunks) }()
@@ -281,15 +226,26 @@ func (m *Main) run(ctx context.Context) error {
 		defer m.readers.Done()
 		m.store.RunPruner(ctx, time.Minute, m.Logger)
 	}()
+	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path}, deps)
+	if err := m.serve(report); err != nil {
+		return err
+	}
+	if m.DebugListen != "" {
+		return m.serveDebug()
+	}
+	return nil
+}
 
+// serve serves the API, with the report's status, readiness and metrics.
+func (m *Main) serve(report *status.Report) error {
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		return err
 	}
 	m.listener = ln
 	m.server = &http.Server{
-		Handler: api.New(api.Config{Snapshot: m.win.Current, History: m.store, Ready: m.ready,
-			Now: m.Now, Logger: m.Logger, HTTP: m.HTTP, Status: m.status, Metrics: m.registry()}),
+		Handler: api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
+			Status: report.Status, Metrics: report.Registry(), Now: m.Now, Logger: m.Logger}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -298,12 +254,27 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	go m.server.Serve(ln)
 	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.Store.Path)
-	if m.DebugListen != "" {
-		if err := m.serveDebug(); err != nil {
-			return err
-		}
-	}
 	return nil
+}
+
+// follow runs the tailer until ctx is done, and returns what tells why it
+// stopped early, if it did.
+func (m *Main) follow(ctx context.Context) (stopped func() error) {
+	var failed atomic.Pointer[error]
+	m.readers.Add(1)
+	go func() {
+		defer m.readers.Done()
+		if err := m.tail.Run(ctx); err != nil {
+			m.Logger.Error("following stopped", "err", err)
+			failed.Store(&err)
+		}
+	}()
+	return func() error {
+		if err := failed.Load(); err != nil {
+			return *err
+		}
+		return nil
+	}
 }
 
 // serveDebug serves the pprof profiles on their own listener, apart from
@@ -328,12 +299,6 @@ func (m *Main) serveDebug() error {
 
 func (m *Main) replay(ctx context.Context) error {
 	start := time.Now()
-	var total int64
-	for _, path := range m.Files {
-		if fi, err := os.Stat(path); err == nil {
-			total += fi.Size()
-		}
-	}
 	reader := &tailer.Reader{MaxLine: m.Tailer.MaxLine}
 	chunks := make(chan tailer.Chunk, 8)
 	m.done = make(chan error, 1)
@@ -345,7 +310,7 @@ func (m *Main) replay(ctx context.Context) error {
 		stopReading()
 		m.done <- err
 	}()
-	stopProgress := m.progress(reader, total, start)
+	stopProgress := m.progress(reader, start)
 	// read holds the offset each identity was read to in this replay, so
 	// that a file named twice (or with its .gz) is read once.
 	read := make(map[string]int64)
@@ -377,34 +342,8 @@ func (m *Main) replay(ctx context.Context) error {
 	err := errors.Join(readErr, <-m.done)
 	m.done = nil
 	stopProgress()
-	secs := time.Since(start).Seconds()
-	lines := m.pipeline.Lines()
-	fmt.Fprintf(m.Stdout, "replay: %d files, %d lines read, %d parsed, %d rejected in %.2fs (%.0f lines/s)\n",
-		len(m.Files), lines, m.pipeline.Parsed(), m.pipeline.Rejected(), secs, float64(lines)/max(secs, 1e-9))
-	if n := m.pipeline.Rejected(); n > 0 {
-		var parts []string
-		for reason, c := range m.pipeline.RejectedBy() {
-			if c > 0 {
-				parts = append(parts, fmt.Sprintf("%s: %d", reason, c))
-			}
-		}
-		fmt.Fprintf(m.Stdout, "rejected by reason: %s\n", strings.Join(parts, ", "))
-	}
+	fmt.Fprint(m.Stdout, m.pipeline.Summary(len(m.Files), time.Since(start)))
 	return err
-}
-
-// ready reports why the daemon cannot make progress: commits failing, or
-// the follower stopped.
-func (m *Main) ready() error {
-	if err := m.pipeline.Err(); err != nil {
-		return fmt.Errorf("store not writable: %w", err)
-	}
-	if m.tailErr != nil {
-		if err := m.tailErr.Load(); err != nil {
-			return fmt.Errorf("following stopped: %w", *err)
-		}
-	}
-	return nil
 }
 
 // Addr returns the address the API listens on, once Run has returned.

@@ -11,12 +11,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/logtally/logtally/api"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
@@ -133,85 +127,6 @@ func checkFollowed(paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// status gathers /api/v1/status.
-func (m *Main) status() api.Status {
-	p := m.pipeline
-	st := api.Status{
-		Version: buildVersion(), Started: m.started.UTC(), UptimeSeconds: time.Since(m.started).Seconds(),
-		Lines: api.LineStatus{Read: p.Lines(), Parsed: p.Parsed(), Rejected: p.Rejected(),
-			ByReason: p.RejectedBy(), BytesRead: p.BytesRead()},
-		Store: api.StoreStatus{Path: m.Store.Path, State: "ok", Commits: p.Commits(), LastCommit: p.LastCommit().UTC()},
-	}
-	if err := p.Err(); err != nil {
-		st.Store.State, st.Store.Error = "failing", err.Error()
-	}
-	if m.tail != nil {
-		for _, f := range m.tail.Files() {
-			st.Files = append(st.Files, api.FileStatus{Path: f.Path, Fingerprint: f.Fingerprint, Offset: f.Offset,
-				Size: f.Size, LagBytes: max(f.Size-f.Offset, 0), State: f.State})
-		}
-	}
-	for _, s := range p.Samples() {
-		st.Samples = append(st.Samples, api.RejectedSample{Time: s.Time.UTC(), Reason: s.Reason, Line: s.Line})
-	}
-	return st
-}
-
-// registry builds the Prometheus registry behind /metrics. Every metric is
-// read from counters the pipeline keeps anyway, at scrape time, so metrics
-// cost nothing per line.
-func (m *Main) registry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	p := m.pipeline
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "logtally_bytes_read_total",
-			Help: "Bytes of log lines read."}, func() float64 { return float64(p.BytesRead()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_visitors",
-			Help: "Distinct visitors in the live window."}, func() float64 { return float64(m.win.Current().Visitors) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_pageviews",
-			Help: "Page views in the live window."}, func() float64 { return float64(m.win.Current().PageViews) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_window_requests",
-			Help: "Requests in the live window."}, func() float64 { return float64(m.win.Current().Requests) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "logtally_store_ready",
-			Help: "1 while commits succeed, 0 while they fail."}, func() float64 {
-			if p.Err() != nil {
-				return 0
-			}
-			return 1
-		}),
-		m.commitSeconds,
-		&linesCollector{m: m},
-	)
-	return reg
-}
-
-var (
-	linesDesc = prometheus.NewDesc("logtally_lines_total", "Log lines read, by result and rejection reason.",
-		[]string{"result", "reason"}, nil)
-	lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
-		[]string{"path"}, nil)
-)
-
-// linesCollector reports the line counters and per-file lag.
-type linesCollector struct{ m *Main }
-
-func (c *linesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- linesDesc; ch <- lagDesc }
-
-func (c *linesCollector) Collect(ch chan<- prometheus.Metric) {
-	p := c.m.pipeline
-	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(p.Parsed()), "parsed", "")
-	for reason, n := range p.RejectedBy() {
-		ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(n), "rejected", reason)
-	}
-	if c.m.tail != nil {
-		for _, f := range c.m.tail.Files() {
-			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(f.Size-f.Offset, 0)), f.Path)
-		}
-	}
 }
 
 // Rescan matches the followed paths and globs again, as SIGHUP asks.

@@ -10,10 +10,17 @@ import (
 	"github.com/logtally/logtally/tailer"
 )
 
-// progress draws a progress bar for replay on standard error while it is a
-// terminal, and returns the function that stops and erases it. Elsewhere (a
-// pipe, a log file, a test) it draws nothing: the summary line says it all.
-func (m *Main) progress(r *tailer.Reader, total int64, start time.Time) (stop func()) {
+// progress draws a progress bar for replay, of the bytes r has read of the
+// files' sizes, on standard error while it is a terminal, and returns the
+// function that stops and erases it. Elsewhere (a pipe, a log file, a test)
+// it draws nothing: the summary line says it all.
+func (m *Main) progress(r *tailer.Reader, start time.Time) (stop func()) {
+	var total int64
+	for _, path := range m.Files {
+		if fi, err := os.Stat(path); err == nil {
+			total += fi.Size()
+		}
+	}
 	if !isTerminal(m.Stderr) || total <= 0 {
 		return func() {}
 	}

@@ -1,0 +1,149 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/window"
+)
+
+// openStore opens a new store in a temp dir, closed at the end of the test.
+func openStore(t *testing.T) *storage.Store {
+	t.Helper()
+	s, err := storage.OpenConfig(storage.Config{Path: filepath.Join(t.TempDir(), "db"), Location: time.UTC,
+		Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// ingestLines runs a pipeline over cs into store, on the clock now or, with
+// AnchorLog, at the newest line's time, and returns the window it fed.
+func ingestLines(t *testing.T, store Committer, cfg Config, wcfg window.Config, now time.Time, cs ...tailer.Chunk) *window.Window {
+	t.Helper()
+	format, err := parser.New("combined")
+	if err != nil {
+		t.Fatal(err)
+	}
+	classifier, err := classify.New(classify.DefaultConfig(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := window.New(wcfg, now)
+	deps := Deps{Format: format, Classifier: classifier, Window: w, Store: store, Now: func() time.Time { return now }}
+	in := make(chan tailer.Chunk, len(cs))
+	for _, c := range cs {
+		in <- c
+	}
+	close(in)
+	if err := New(cfg, deps).Run(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// snapshotText is a snapshot's counts and pages, to compare two windows.
+func snapshotText(s *logtally.Snapshot) string {
+	return fmt.Sprintf("%s..%s requests=%d pageviews=%d visitors=%d approximate=%t pages=%v",
+		s.From, s.To, s.Requests, s.PageViews, s.Visitors, s.Approximate, s.Pages)
+}
+
+// TestRestoreFromCheckpoint: a window restored from what a live run's
+// commits checkpointed shows what the live window showed, and slides the
+// same way afterwards.
+func TestRestoreFromCheckpoint(t *testing.T) {
+	store := openStore(t)
+	now := t0.Add(5 * time.Minute)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	live := ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, chunk(0, 0, 250))
+
+	restored, err := Restore(store, wcfg, AnchorClock, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := snapshotText(restored.Current()), snapshotText(live.Current())
+	if got != want || live.Current().Requests != 250 {
+		t.Errorf("restored window:\n%s\nlive window:\n%s", got, want)
+	}
+
+	// Seven minutes on, the lines of seconds 0 to 120 have left both.
+	for _, w := range []*window.Window{live, restored} {
+		w.Advance(now.Add(7 * time.Minute))
+		w.Publish()
+	}
+	got, want = snapshotText(restored.Current()), snapshotText(live.Current())
+	if got != want || live.Current().Requests != 250-121 {
+		t.Errorf("after sliding, restored window:\n%s\nlive window:\n%s", got, want)
+	}
+}
+
+// TestRestoreFromMinutes: a replay keeps no per-second state, so the
+// window is refilled from the stored minutes; anchored at the log, it ends
+// with the newest stored minute.
+func TestRestoreFromMinutes(t *testing.T) {
+	store := openStore(t)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, chunk(0, 0, 250)) // t0 .. t0+249s
+
+	w, err := Restore(store, wcfg, AnchorLog, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.Current()
+	if want := t0.Add(5 * time.Minute); !s.To.Equal(want) {
+		t.Errorf("window ends at %s, want %s: just after the newest stored minute", s.To, want)
+	}
+	// chunk gives 20 visitors and 3 paths, one page view a line.
+	if s.Requests != 250 || s.PageViews != 250 || s.Visitors != 20 || len(s.Pages) != 3 || s.Approximate {
+		t.Errorf("restored window: %s; want 250 requests and page views, 20 visitors, 3 pages", snapshotText(s))
+	}
+}
+
+// TestRestoreMixed: where a live run's checkpoint starts after minutes that
+// only a replay wrote, the older part comes from the minutes and the rest
+// exactly from the seconds, and nothing is counted twice.
+func TestRestoreMixed(t *testing.T) {
+	store := openStore(t)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	replayed := chunk(0, 0, 120) // t0 .. t0+119s
+	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, replayed)
+	now := t0.Add(5 * time.Minute)
+	live := chunk(replayed.Offset, 180, 60) // t0+180s .. t0+239s
+	ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, live)
+
+	w, err := Restore(store, wcfg, AnchorClock, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Current(); s.Requests != 180 || s.PageViews != 180 || s.Visitors != 20 {
+		t.Errorf("restored window: %s; want 180 requests and page views, 20 visitors", snapshotText(s))
+	}
+}
+
+func TestRestoreEmpty(t *testing.T) {
+	store := openStore(t)
+	w, err := Restore(store, window.DefaultConfig(), AnchorLog, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Current(); s.Requests != 0 || !s.To.Equal(time.Unix(1, 0)) {
+		t.Errorf("empty store, anchored at the log: window %s, want an empty one ending at 1970", snapshotText(s))
+	}
+	w, err = Restore(store, window.DefaultConfig(), AnchorClock, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Current(); s.Requests != 0 || !s.To.Equal(t0.Add(time.Second)) {
+		t.Errorf("empty store, on the clock: window %s, want an empty one ending now", snapshotText(s))
+	}
+}

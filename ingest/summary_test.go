@@ -1,0 +1,47 @@
+package ingest
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestSummaryString(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Summary
+		want string
+	}{
+		{"nothing rejected", Summary{Files: 1, Elapsed: time.Millisecond},
+			"replay: 1 files, 0 lines read, 0 parsed, 0 rejected in 0.00s (0 lines/s)\n"},
+		{"rejected", Summary{Files: 2, Lines: 400, Parsed: 396, Rejected: 4, Elapsed: 2 * time.Second,
+			ByReason: map[string]int64{"line too long": 1, "line does not match format": 3, "other": 0}},
+			"replay: 2 files, 400 lines read, 396 parsed, 4 rejected in 2.00s (200 lines/s)\n" +
+				"rejected by reason: line does not match format: 3, line too long: 1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.String(); got != tt.want {
+				t.Errorf("String() =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSummaryOfReplay: the summary counts what the pipeline did.
+func TestSummaryOfReplay(t *testing.T) {
+	p, _ := newPipeline(t)
+	if err := p.Replay(context.Background(), feed(chunks(5_000, 4096))); err != nil {
+		t.Fatal(err)
+	}
+	s := p.Summary(2, time.Second)
+	var byReason int64
+	for _, n := range s.ByReason {
+		byReason += n
+	}
+	// chunks makes every 50th line bad.
+	if s.Files != 2 || s.Lines != 5_000 || s.Rejected != 100 || s.Parsed != 4_900 || byReason != 100 ||
+		s.Elapsed != time.Second {
+		t.Errorf("Summary = %+v; want 2 files, 5000 lines, 4900 parsed, 100 rejected", s)
+	}
+}

@@ -1,0 +1,121 @@
+// Package status is what the daemon tells its operators about itself: the
+// body of /api/v1/status, whether it is ready, and the Prometheus registry
+// behind /metrics.
+//
+// It is the one package that sees the pipeline, the tailer and the API's
+// types at once, so that none of them has to know another: each owner
+// reports what it keeps (the pipeline is a prometheus.Collector of its own
+// counters), and a Report only gathers. Every figure is read when it is
+// asked for, from counters kept anyway, so reporting costs nothing per line.
+package status
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/tailer"
+)
+
+// Config is what a Report says of the process itself.
+type Config struct {
+	Version string    // the program's version
+	Started time.Time // when the program started
+	DB      string    // the database file
+}
+
+// Deps are what a Report reads.
+type Deps struct {
+	Pipeline *ingest.Pipeline
+	// Files returns the followed files; nil when none are followed.
+	Files func() []tailer.FileStatus
+	// Following returns why following files stopped, or nil while it goes
+	// on; nil when none are followed.
+	Following func() error
+}
+
+// Report gathers the daemon's state for its operators.
+type Report struct {
+	cfg      Config
+	deps     Deps
+	registry *prometheus.Registry
+}
+
+// New returns a report on the daemon deps describe. Its registry holds the
+// Go runtime's and the process's metrics, the pipeline's, and the lag of
+// each followed file.
+func New(cfg Config, deps Deps) *Report {
+	r := &Report{cfg: cfg, deps: deps, registry: prometheus.NewRegistry()}
+	r.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		deps.Pipeline,
+		lagCollector{deps.Files},
+	)
+	return r
+}
+
+// Registry returns the registry behind /metrics.
+func (r *Report) Registry() *prometheus.Registry { return r.registry }
+
+// Ready reports why the daemon cannot make progress: commits failing, or
+// following stopped.
+func (r *Report) Ready() error {
+	if err := r.deps.Pipeline.Err(); err != nil {
+		return fmt.Errorf("store not writable: %w", err)
+	}
+	if r.deps.Following != nil {
+		if err := r.deps.Following(); err != nil {
+			return fmt.Errorf("following stopped: %w", err)
+		}
+	}
+	return nil
+}
+
+// Status returns the body of /api/v1/status.
+func (r *Report) Status() api.Status {
+	p := r.deps.Pipeline
+	st := api.Status{
+		Version: r.cfg.Version, Started: r.cfg.Started.UTC(), UptimeSeconds: time.Since(r.cfg.Started).Seconds(),
+		Lines: api.LineStatus{Read: p.Lines(), Parsed: p.Parsed(), Rejected: p.Rejected(),
+			ByReason: p.RejectedBy(), BytesRead: p.BytesRead()},
+		Store: api.StoreStatus{Path: r.cfg.DB, State: "ok", Commits: p.Commits(), LastCommit: p.LastCommit().UTC()},
+	}
+	if err := p.Err(); err != nil {
+		st.Store.State, st.Store.Error = "failing", err.Error()
+	}
+	if r.deps.Files != nil {
+		for _, f := range r.deps.Files() {
+			st.Files = append(st.Files, api.FileStatus{Path: f.Path, Fingerprint: f.Fingerprint, Offset: f.Offset,
+				Size: f.Size, LagBytes: lag(f), State: f.State})
+		}
+	}
+	for _, s := range p.Samples() {
+		st.Samples = append(st.Samples, api.RejectedSample{Time: s.Time.UTC(), Reason: s.Reason, Line: s.Line})
+	}
+	return st
+}
+
+// lag is how many bytes of a file are written and not read yet.
+func lag(f tailer.FileStatus) int64 { return max(f.Size-f.Offset, 0) }
+
+var lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
+	[]string{"path"}, nil)
+
+// lagCollector reports the lag of each followed file.
+type lagCollector struct{ files func() []tailer.FileStatus }
+
+func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+
+func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.files == nil {
+		return
+	}
+	for _, f := range c.files() {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(lag(f)), f.Path)
+	}
+}
