@@ -59,6 +59,7 @@ func TestImportLayers(t *testing.T) {
 		{"tailer", []string{module + "/"}},
 		{"storage", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/ingest", module + "/api", "github.com/satyrius/gonx"}},
 		{"ingest", []string{module + "/api", module + "/storage", "go.etcd.io/bbolt"}},
+		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},
 		{"api", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},
 	}
 	for _, tt := range tests {
