@@ -1,8 +1,6 @@
 package tailer
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +20,6 @@ import (
 // followReadSize is the most a followed file is read in one go.
 const followReadSize = 256 << 10
 
-// Positions looks up the committed read offset of a file identity.
-type Positions func(id string) (offset int64, ok bool, err error)
-
 // Tailer follows every file that its paths and globs match, and the rotated
 // copies of those paths, and sends their complete lines.
 //
@@ -34,21 +29,18 @@ type Positions func(id string) (offset int64, ok bool, err error)
 // it is closed once it has not grown for the idle grace, or once it is
 // removed (after reading what is left in it).
 type Tailer struct {
-	cfg       Config
-	patterns  []string
-	positions Positions
-	out       chan<- Chunk
-	log       *slog.Logger
+	cfg      Config
+	patterns []string
+	out      chan<- Chunk
+	log      *slog.Logger
 
 	// Now is the clock the idle grace is measured with; time.Now if nil.
 	Now func() time.Time
 
 	files []*file
-	// sent is the offset just after the last chunk sent, by identity. It
-	// is ahead of the stored positions until the consumer commits, and is
-	// what keeps a file reopened under another name (a .gz of it, a copy)
-	// from being sent twice.
-	sent map[string]int64
+	// offsets tells where each identity resumes, and keeps a file reopened
+	// under another name (a .gz of it, a copy) from being sent twice.
+	offsets offsets
 	// done holds files that were read to their end and closed, with their
 	// size and modification time, so a re-scan does not open them again
 	// unless they changed.
@@ -74,15 +66,14 @@ type doneState struct {
 	mtime time.Time
 }
 
-// file is one open file being followed.
+// file is one open file being followed. Its lineReader holds its identity
+// ("" until its first line is complete) and how far it was read.
 type file struct {
-	path     string
+	lineReader
 	f        *os.File
 	key      fileKey
 	gz       bool
-	sibling  bool   // matched only as a possible rotated copy of a path
-	id       string // "" until the first line is complete
-	split    splitter
+	sibling  bool // matched only as a possible rotated copy of a path
 	lastGrow time.Time
 	moved    bool // its path names another file, or none
 	dup      bool // another name of a file already open
@@ -95,8 +86,8 @@ func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, l
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Tailer{
-		cfg: cfg.withDefaults(), patterns: patterns, positions: positions, out: out, log: log,
-		sent: make(map[string]int64), done: make(map[fileKey]doneState),
+		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: log,
+		offsets: newOffsets(positions), done: make(map[fileKey]doneState),
 		rescanNow: make(chan struct{}, 1),
 	}
 }
@@ -133,7 +124,7 @@ func (t *Tailer) publish() {
 		case fl.moved:
 			st.State = "rotated"
 		}
-		st.Offset = t.sent[fl.id]
+		st.Offset = t.offsets.sent[fl.id]
 		out = append(out, st)
 	}
 	t.status.Store(&out)
@@ -170,7 +161,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 			}
 			scan = false
 		}
-		if err := t.pollAll(ctx); err != nil {
+		if err := t.pollAll(ctx, t.sender(ctx)); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -350,8 +341,8 @@ func (t *Tailer) open(path string, sibling bool, key fileKey) error {
 		}
 		return nil
 	}
-	fl := &file{path: path, f: f, key: key, gz: isGzip(path), sibling: sibling, lastGrow: t.now(),
-		split: splitter{max: t.cfg.MaxLine}}
+	fl := &file{f: f, key: key, gz: isGzip(path), sibling: sibling, lastGrow: t.now(),
+		lineReader: lineReader{path: path, split: splitter{max: t.cfg.MaxLine}, size: followReadSize}}
 	keep, err := t.identify(fl)
 	if err != nil || !keep {
 		t.finish(fl)
@@ -382,15 +373,11 @@ func (t *Tailer) identify(fl *file) (keep bool, err error) {
 			return false, nil
 		}
 	}
-	start, known := t.sent[id]
-	stored, ok, err := t.positions(id)
+	start, known, err := t.offsets.start(id)
 	if err != nil {
 		return false, fmt.Errorf("position of %s: %w", fl.path, err)
 	}
-	if ok && stored > start {
-		start = stored
-	}
-	if fl.sibling && !known && !ok {
+	if fl.sibling && !known {
 		return false, nil
 	}
 	if !fl.gz {
@@ -419,14 +406,28 @@ func (t *Tailer) finish(fl *file) {
 	fl.f.Close()
 }
 
+// sender returns the function that sends a chunk to the consumer, and
+// records how far its file was sent.
+func (t *Tailer) sender(ctx context.Context) func(Chunk) error {
+	return func(c Chunk) error {
+		select {
+		case t.out <- c:
+			t.offsets.sent[c.File] = c.Offset
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // pollAll reads what is new in every open file.
-func (t *Tailer) pollAll(ctx context.Context) error {
+func (t *Tailer) pollAll(ctx context.Context, send func(Chunk) error) error {
 	kept := t.files[:0]
 	var err error
 	for _, fl := range t.files {
 		var keep bool
 		if err == nil {
-			keep, err = t.poll(ctx, fl)
+			keep, err = t.poll(ctx, fl, send)
 		} else {
 			keep = true
 		}
@@ -442,9 +443,9 @@ func (t *Tailer) pollAll(ctx context.Context) error {
 }
 
 // poll reads what is new in fl and reports whether to keep following it.
-func (t *Tailer) poll(ctx context.Context, fl *file) (keep bool, err error) {
+func (t *Tailer) poll(ctx context.Context, fl *file, send func(Chunk) error) (keep bool, err error) {
 	if fl.gz {
-		return false, t.readGzip(ctx, fl)
+		return false, t.readGzip(ctx, fl, send)
 	}
 	fi, err := fl.f.Stat()
 	if err != nil {
@@ -460,8 +461,8 @@ func (t *Tailer) poll(ctx context.Context, fl *file) (keep bool, err error) {
 			return false, err
 		}
 	}
-	if fl.id != "" {
-		n, err := t.drain(ctx, fl, fl.f)
+	if fl.id != "" && fi.Size() > fl.split.consumed() {
+		n, err := t.read(ctx, fl, fl.f, send)
 		if err != nil {
 			return true, err
 		}
@@ -480,11 +481,10 @@ func (t *Tailer) poll(ctx context.Context, fl *file) (keep bool, err error) {
 	if removed || (fl.moved && t.now().Sub(fl.lastGrow) >= t.cfg.IdleGrace) {
 		// Rotated away for good: its last line is as complete as it gets.
 		if fl.id != "" {
-			if _, err := t.drain(ctx, fl, fl.f); err != nil {
+			if _, err := t.read(ctx, fl, fl.f, send); err != nil {
 				return true, err
 			}
-			line, skipped := fl.split.flush()
-			if err := t.send(ctx, fl, line, skipped); err != nil {
+			if err := fl.flush(send); err != nil {
 				return true, err
 			}
 		}
@@ -494,76 +494,42 @@ func (t *Tailer) poll(ctx context.Context, fl *file) (keep bool, err error) {
 }
 
 // truncated reports whether fl now holds other content than what was read:
-// it is shorter than the read offset, or its first line changed (truncated
+// it is shorter than what was read, or its first line changed (truncated
 // and written again up to or past the offset between two polls). Reading
 // the first line on every poll costs one small pread.
 func (t *Tailer) truncated(fl *file, size int64) bool {
-	if size < fl.split.off+fl.split.dropped+int64(len(fl.split.carry)) {
+	if size < fl.split.consumed() {
 		return true
 	}
 	id, err := readID(fl.f, false)
 	return err == nil && id != fl.id || errors.Is(err, ErrNoFingerprint)
 }
 
-// drain reads r to its end and sends the complete lines. It returns how
-// many bytes it read.
-func (t *Tailer) drain(ctx context.Context, fl *file, r io.Reader) (int64, error) {
-	var total int64
-	for {
-		s := &fl.split
-		buf := make([]byte, len(s.carry), len(s.carry)+followReadSize)
-		copy(buf, s.carry)
-		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		total += int64(n)
-		if n > 0 {
-			lines, skipped := s.cut(buf[:len(buf)+n])
-			if err := t.send(ctx, fl, lines, skipped); err != nil {
-				return total, err
-			}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return total, nil
-		}
-		if err != nil {
-			t.log.Warn("read", "path", fl.path, "err", err)
-			return total, nil
-		}
+// read reads src, which is fl's content, to its end and sends its complete
+// lines. It returns how many bytes it read, and an error only if ctx is
+// done: a file that cannot be read is logged, and looked at again on the
+// next poll.
+func (t *Tailer) read(ctx context.Context, fl *file, src io.Reader, send func(Chunk) error) (int64, error) {
+	n, err := fl.readFrom(src, send)
+	if ctx.Err() != nil {
+		return n, ctx.Err()
 	}
-}
-
-func (t *Tailer) send(ctx context.Context, fl *file, data []byte, skipped int) error {
-	if len(data) == 0 && skipped == 0 {
-		return nil
+	if err != nil {
+		t.log.Warn("read", "path", fl.path, "err", err)
 	}
-	select {
-	case t.out <- Chunk{File: fl.id, Path: fl.path, Data: data, Offset: fl.split.off, Skipped: skipped}:
-		t.sent[fl.id] = fl.split.off
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return n, nil
 }
 
 // readGzip reads a compressed file from its position to its end. It does
 // not grow, so it is read once.
-func (t *Tailer) readGzip(ctx context.Context, fl *file) error {
-	if _, err := fl.f.Seek(0, io.SeekStart); err != nil {
-		t.log.Warn("seek", "path", fl.path, "err", err)
-		return nil
-	}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(fl.f, 256<<10))
+func (t *Tailer) readGzip(ctx context.Context, fl *file, send func(Chunk) error) error {
+	src, err := content(fl.f, fl.f, true, fl.split.off)
 	if err != nil {
-		t.log.Warn("gzip", "path", fl.path, "err", err)
+		t.log.Warn("gzip", "path", fl.path, "position", fl.split.off, "err", err)
 		return nil
 	}
-	defer zr.Close()
-	if _, err := io.CopyN(io.Discard, zr, fl.split.off); err != nil {
-		t.log.Warn("gzip shorter than its position", "path", fl.path, "position", fl.split.off, "err", err)
-		return nil
-	}
-	if _, err := t.drain(ctx, fl, zr); err != nil {
+	if _, err := t.read(ctx, fl, src, send); err != nil {
 		return err
 	}
-	line, skipped := fl.split.flush()
-	return t.send(ctx, fl, line, skipped)
+	return fl.flush(send)
 }

@@ -427,19 +427,20 @@ func TestIdleRotatedFileIsClosed(t *testing.T) {
 	tl := New(testConfig, []string{path}, newSink().positions, make(chan Chunk, 100), nil)
 	tl.Now = clock
 	ctx := context.Background()
+	send := tl.sender(ctx)
 	if err := tl.rescan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tl.pollAll(ctx)
+	tl.pollAll(ctx, send)
 	os.Rename(path, path+".1")
-	tl.pollAll(ctx)
+	tl.pollAll(ctx, send)
 	if len(tl.files) != 1 {
 		t.Fatalf("%d files open right after the rename, want 1", len(tl.files))
 	}
 	mu.Lock()
 	now = now.Add(DefaultIdleGrace)
 	mu.Unlock()
-	tl.pollAll(ctx)
+	tl.pollAll(ctx, send)
 	if len(tl.files) != 0 {
 		t.Errorf("%d files open after the idle grace, want 0", len(tl.files))
 	}
@@ -616,5 +617,89 @@ func TestRescanAndFiles(t *testing.T) {
 			t.Fatalf("Files = %+v, want %s following and read to its end", files, path)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// replay runs Replay over paths with the committed positions of s, and
+// takes what it sends into s.
+func replay(t *testing.T, s *sink, paths ...string) error {
+	t.Helper()
+	out := make(chan Chunk, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := range out {
+			s.take(c)
+		}
+	}()
+	err := (&Reader{BufSize: 64}).Replay(context.Background(), paths, s.positions, out)
+	close(out)
+	<-done
+	return err
+}
+
+// TestReplayReadsEachFileOnce: a file named twice, or named with its
+// compressed copy, is read once, in either order; an empty file is passed
+// over.
+func TestReplayReadsEachFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 100))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path+".1", data, 0o644)
+	gzipFile(t, path+".1")
+	empty := filepath.Join(dir, "empty.log")
+	os.WriteFile(empty, nil, 0o644)
+	for name, paths := range map[string][]string{
+		"twice":          {path, path},
+		"gzip first":     {path + ".1.gz", path, path + ".1.gz"},
+		"plain first":    {path, path + ".1.gz"},
+		"with an empty":  {empty, path, empty},
+		"the gzip alone": {path + ".1.gz", path + ".1.gz"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newSink()
+			if err := replay(t, s, paths...); err != nil {
+				t.Fatal(err)
+			}
+			s.check(t, lines(0, 100))
+		})
+	}
+}
+
+// TestReplayResumes: a replay starts each file at its committed position,
+// so a second replay, or one of the compressed copy, reads nothing.
+func TestReplayResumes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 50))
+	s := newSink()
+	if err := replay(t, s, path); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, lines(50, 60))
+	if err := replay(t, s, path); err != nil {
+		t.Fatal(err)
+	}
+	gzipFile(t, path)
+	if err := replay(t, s, path+".gz"); err != nil {
+		t.Fatal(err)
+	}
+	s.check(t, lines(0, 60))
+}
+
+// TestReplayPositionError: a position that cannot be read stops the replay
+// with that error.
+func TestReplayPositionError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	appendFile(t, path, lines(0, 5))
+	errDisk := errors.New("disk on fire")
+	failing := func(string) (int64, bool, error) { return 0, false, errDisk }
+	err := (&Reader{}).Replay(context.Background(), []string{path}, failing, make(chan Chunk, 1))
+	if !errors.Is(err, errDisk) {
+		t.Errorf("Replay = %v, want %v", err, errDisk)
 	}
 }
