@@ -101,7 +101,7 @@ func follow(t *testing.T, cfg Config, s *sink, patterns ...string) (stop func())
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan Chunk, 4)
-	tl := New(cfg, patterns, s.positions, out, nil)
+	tl := New(cfg, patterns, s.positions, out, Deps{})
 	errc := make(chan error, 1)
 	go func() { errc <- tl.Run(ctx); close(out) }()
 	done := make(chan struct{})
@@ -424,18 +424,17 @@ func TestIdleRotatedFileIsClosed(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	tl := New(testConfig, []string{path}, newSink().positions, make(chan Chunk, 100), nil)
-	tl.Now = clock
+	tl := New(testConfig, []string{path}, newSink().positions, nil, Deps{Now: clock})
 	ctx := context.Background()
-	send := tl.sender(ctx)
-	if err := tl.rescan(ctx); err != nil {
+	send := func(Chunk) error { return nil }
+	if err := tl.rescan(); err != nil {
 		t.Fatal(err)
 	}
 	tl.pollAll(ctx, send)
 	os.Rename(path, path+".1")
 	tl.pollAll(ctx, send)
-	if len(tl.files) != 1 {
-		t.Fatalf("%d files open right after the rename, want 1", len(tl.files))
+	if len(tl.files) != 1 || tl.files[0].state != rotated {
+		t.Fatalf("%d files open right after the rename, want 1 rotated", len(tl.files))
 	}
 	mu.Lock()
 	now = now.Add(DefaultIdleGrace)
@@ -444,7 +443,7 @@ func TestIdleRotatedFileIsClosed(t *testing.T) {
 	if len(tl.files) != 0 {
 		t.Errorf("%d files open after the idle grace, want 0", len(tl.files))
 	}
-	if err := tl.rescan(ctx); err != nil || len(tl.files) != 0 {
+	if err := tl.rescan(); err != nil || len(tl.files) != 0 {
 		t.Errorf("rescan reopened the finished file: %d open, err %v", len(tl.files), err)
 	}
 }
@@ -584,7 +583,7 @@ func TestRescanAndFiles(t *testing.T) {
 	s := newSink()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan Chunk, 4)
-	tl := New(cfg, []string{filepath.Join(sub, "*.log")}, s.positions, out, nil)
+	tl := New(cfg, []string{filepath.Join(sub, "*.log")}, s.positions, out, Deps{})
 	errc := make(chan error, 1)
 	go func() { errc <- tl.Run(ctx); close(out) }()
 	go func() {

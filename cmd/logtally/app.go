@@ -263,7 +263,7 @@ func (m *Main) run(ctx context.Context) error {
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
 	if len(m.Files) > 0 {
-		t := tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
+		t := tailer.New(m.Tailer, m.Files, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
 		m.tail, m.tailErr = t, new(atomic.Pointer[error])
 		m.readers.Add(1)
 		go func() {
