@@ -65,7 +65,9 @@ func (r *lineReader) send(send func(Chunk) error, data []byte, skipped int) erro
 
 // content returns what f holds from offset on, read through raw (f itself,
 // or f wrapped to count what is read). A .gz file is decompressed, and its
-// offset, which counts decompressed bytes, is reached by decompressing.
+// offset, which counts decompressed bytes, is reached by decompressing. A
+// file shorter than offset holds nothing from there on: a .gz may be an
+// older copy of a file that was read further.
 func content(f *os.File, raw io.Reader, gz bool, offset int64) (io.Reader, error) {
 	if !gz {
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
@@ -80,10 +82,10 @@ func content(f *os.File, raw io.Reader, gz bool, offset int64) (io.Reader, error
 	if err != nil {
 		return nil, err
 	}
-	if _, err := io.CopyN(io.Discard, zr, offset); err != nil {
+	if _, err := io.CopyN(io.Discard, zr, offset); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("skip to %d: %w", offset, err)
 	}
-	return zr, nil
+	return zr, nil // at its end, if it ended before offset
 }
 
 // Reader reads whole files once, for replay. Its counters may be read from

@@ -775,3 +775,24 @@ func TestReplayPositionError(t *testing.T) {
 		t.Errorf("Replay = %v, want %v", err, errDisk)
 	}
 }
+
+// TestReplayOlderCompressedCopy: a .gz holding less of a file than was
+// read of it already has nothing new, as a plain file that short has not.
+func TestReplayOlderCompressedCopy(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 100))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path+".old", data, 0o644)
+	gzipFile(t, path+".old")
+	appendFile(t, path, lines(100, 110))
+	os.WriteFile(path+".old.copy", data, 0o644)
+	s := newSink()
+	if err := replay(t, s, path, path+".old.gz", path+".old.copy"); err != nil {
+		t.Fatal(err)
+	}
+	s.check(t, lines(0, 110))
+}
