@@ -18,7 +18,7 @@
 // new watch, stop reading a renamed file while the writer still appends to
 // it, and call os.Exit on some stat errors; none of that can happen here,
 // because every open file is read by descriptor until it has been idle for a
-// grace period or removed.
+// grace period or removed. TestDifferentialNxadmTail runs both side by side.
 //
 // Lines are delivered in chunks, not one at a time, so that a channel
 // operation and an allocation are paid per chunk rather than per line.
