@@ -3,7 +3,6 @@ package tailer
 import (
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +76,8 @@ func TestDifferentialNxadmTail(t *testing.T) {
 			w.r.waitFor(w.n)
 			w.r.step() // a duplicate would show by now
 			w.r.s.check(t, lines(0, w.n))
-			got, dup := w.nx.settle(w.n)
+			w.nx.wait(w.n, 500*time.Millisecond) // a last chance
+			got, dup := w.nx.delivered(w.n)
 			t.Logf("%d lines written; logtally's Tailer delivered %d; nxadm/tail delivered %d of them (%d lost) and %d twice",
 				w.n, w.r.s.count(), got, w.n-got, dup)
 		})
@@ -91,7 +91,7 @@ type diffWriter struct {
 	path string
 	n    int // lines written
 	r    *run
-	nx   *nxadmTail
+	nx   *sink // what nxadm/tail delivered
 }
 
 func (w *diffWriter) create(path string) *os.File {
@@ -116,39 +116,26 @@ func (w *diffWriter) write(f *os.File, n int, pause bool) {
 	w.n += n
 	if pause {
 		w.r.step()
-		w.nx.catchUp(w.n, 50*time.Millisecond)
+		w.nx.wait(w.n, 50*time.Millisecond)
 	}
 }
 
-// nxadmTail counts the lines that nxadm/tail delivers, by line.
-type nxadmTail struct {
-	mu      sync.Mutex
-	seen    map[string]int
-	total   int
-	changed chan struct{} // closed, and replaced, when a line arrives
-}
-
-func followNxadm(t *testing.T, path string) *nxadmTail {
+// followNxadm follows path with nxadm/tail into a sink of its own.
+func followNxadm(t *testing.T, path string) *sink {
 	t.Helper()
 	tl, err := tail.TailFile(path, tail.Config{Follow: true, ReOpen: true, MustExist: true, CompleteLines: true,
 		Logger: tail.DiscardingLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &nxadmTail{seen: map[string]int{}, changed: make(chan struct{})}
+	s := newSink()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for l := range tl.Lines {
-			if l.Err != nil {
-				continue
+			if l.Err == nil {
+				s.take(Chunk{Data: []byte(l.Text + "\n")})
 			}
-			x.mu.Lock()
-			x.seen[l.Text]++
-			x.total++
-			close(x.changed)
-			x.changed = make(chan struct{})
-			x.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() {
@@ -156,36 +143,16 @@ func followNxadm(t *testing.T, path string) *nxadmTail {
 		tl.Cleanup()
 		<-done
 	})
-	return x
+	return s
 }
 
-// catchUp waits until nxadm/tail has delivered n lines, or for at most d.
-func (x *nxadmTail) catchUp(n int, d time.Duration) {
-	timeout := time.NewTimer(d)
-	defer timeout.Stop()
-	for {
-		x.mu.Lock()
-		total, changed := x.total, x.changed
-		x.mu.Unlock()
-		if total >= n {
-			return
-		}
-		select {
-		case <-changed:
-		case <-timeout.C:
-			return
-		}
-	}
-}
-
-// settle gives nxadm/tail a last chance to deliver the n lines written, and
-// returns how many of them it delivered, and how many more than once.
-func (x *nxadmTail) settle(n int) (got, twice int) {
-	x.catchUp(n, 500*time.Millisecond)
-	x.mu.Lock()
-	defer x.mu.Unlock()
+// delivered returns how many of the first n lines s has, and how many of
+// them it has more than once.
+func (s *sink) delivered(n int) (got, twice int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, l := range lines(0, n) {
-		if c := x.seen[l]; c > 0 {
+		if c := s.lines[l]; c > 0 {
 			got++
 			if c > 1 {
 				twice++

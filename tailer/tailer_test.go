@@ -67,19 +67,27 @@ func (s *sink) count() int {
 // passes.
 func (s *sink) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
+	if !s.wait(n, 20*time.Second) {
+		t.Fatalf("got %d lines, want %d", s.count(), n)
+	}
+}
+
+// wait waits until n lines have arrived, or for at most d, and reports
+// whether they did.
+func (s *sink) wait(n int, d time.Duration) bool {
+	timeout := time.NewTimer(d)
+	defer timeout.Stop()
 	for {
 		s.mu.Lock()
 		total, changed := s.total, s.changed
 		s.mu.Unlock()
 		if total >= n {
-			return
+			return true
 		}
 		select {
 		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("got %d lines, want %d", total, n)
+		case <-timeout.C:
+			return false
 		}
 	}
 }
