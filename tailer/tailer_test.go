@@ -239,7 +239,16 @@ func appendFile(t *testing.T, path string, ls []string) {
 
 func gzipFile(t *testing.T, path string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	gzipCopy(t, path, path+".gz")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gzipCopy writes a compressed copy of src to dst, as logrotate's compress.
+func gzipCopy(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +256,7 @@ func gzipFile(t *testing.T, path string) {
 	zw := gzip.NewWriter(&buf)
 	zw.Write(data)
 	zw.Close()
-	if err := os.WriteFile(path+".gz", buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(path); err != nil {
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -299,18 +305,7 @@ func TestRenameRotationWriterKeepsWriting(t *testing.T) {
 func TestCopyTruncate(t *testing.T) {
 	for _, polled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copied before a poll", true: "polled before the copy"}[polled], func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "access.log")
-			appendFile(t, path, lines(0, 100))
-			s := newSink()
-			r := follow(t, testConfig, s, path)
-			r.waitFor(100)
-
-			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			path, s, r, f := followWriting(t)
 			write(t, f, lines(100, 150))
 			if polled {
 				r.step()
@@ -327,23 +322,29 @@ func TestCopyTruncate(t *testing.T) {
 // TestCopyTruncateLoss documents what copytruncate can lose: lines written
 // after logrotate's copy and before its truncation are in neither file.
 func TestCopyTruncateLoss(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "access.log")
-	appendFile(t, path, lines(0, 100))
-	s := newSink()
-	r := follow(t, testConfig, s, path)
-	r.waitFor(100)
-
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	path, s, r, f := followWriting(t)
 	copyTruncate(t, path, func() { write(t, f, lines(100, 110)) })
 	write(t, f, lines(110, 200))
 	r.waitFor(190)
 	r.step()
 	s.check(t, append(lines(0, 100), lines(110, 200)...))
+}
+
+// followWriting follows a log of 100 lines until they have arrived, and
+// returns it open for appending, as its writer holds it.
+func followWriting(t *testing.T) (path string, s *sink, r *run, f *os.File) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "access.log")
+	appendFile(t, path, lines(0, 100))
+	s = newSink()
+	r = follow(t, testConfig, s, path)
+	r.waitFor(100)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return path, s, r, f
 }
 
 // copyTruncate does what logrotate's copytruncate does, calling between
@@ -725,12 +726,7 @@ func TestReplayReadsEachFileOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "access.log")
 	appendFile(t, path, lines(0, 100))
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(path+".1", data, 0o644)
-	gzipFile(t, path+".1")
+	gzipCopy(t, path, path+".1.gz")
 	empty := filepath.Join(dir, "empty.log")
 	os.WriteFile(empty, nil, 0o644)
 	for name, paths := range map[string][]string{
@@ -790,12 +786,11 @@ func TestReplayOlderCompressedCopy(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "access.log")
 	appendFile(t, path, lines(0, 100))
+	gzipCopy(t, path, path+".old.gz")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(path+".old", data, 0o644)
-	gzipFile(t, path+".old")
 	appendFile(t, path, lines(100, 110))
 	os.WriteFile(path+".old.copy", data, 0o644)
 	s := newSink()
