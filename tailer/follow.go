@@ -1,8 +1,6 @@
 package tailer
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -17,13 +15,24 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/logtally/logtally/internal/waker"
 )
 
 // followReadSize is the most a followed file is read in one go.
 const followReadSize = 256 << 10
 
-// Positions looks up the committed read offset of a file identity.
-type Positions func(id string) (offset int64, ok bool, err error)
+// Deps are what a Tailer works with besides its Config. Zero fields take
+// their production values.
+type Deps struct {
+	Logger *slog.Logger // discards if nil
+	// Now is the clock that the idle grace and the re-scan interval are
+	// measured on; time.Now if nil.
+	Now func() time.Time
+	// Waker says when to poll the open files again: every Config.Poll if
+	// nil. File-system events and Rescan wake the tailer besides.
+	Waker waker.Waker
+}
 
 // Tailer follows every file that its paths and globs match, and the rotated
 // copies of those paths, and sends their complete lines.
@@ -34,21 +43,17 @@ type Positions func(id string) (offset int64, ok bool, err error)
 // it is closed once it has not grown for the idle grace, or once it is
 // removed (after reading what is left in it).
 type Tailer struct {
-	cfg       Config
-	patterns  []string
-	positions Positions
-	out       chan<- Chunk
-	log       *slog.Logger
-
-	// Now is the clock the idle grace is measured with; time.Now if nil.
-	Now func() time.Time
+	cfg      Config
+	patterns []string
+	out      chan<- Chunk
+	log      *slog.Logger
+	now      func() time.Time
+	waker    waker.Waker
 
 	files []*file
-	// sent is the offset just after the last chunk sent, by identity. It
-	// is ahead of the stored positions until the consumer commits, and is
-	// what keeps a file reopened under another name (a .gz of it, a copy)
-	// from being sent twice.
-	sent map[string]int64
+	// offsets tells where each identity resumes, and keeps a file reopened
+	// under another name (a .gz of it, a copy) from being sent twice.
+	offsets offsets
 	// done holds files that were read to their end and closed, with their
 	// size and modification time, so a re-scan does not open them again
 	// unless they changed.
@@ -74,31 +79,65 @@ type doneState struct {
 	mtime time.Time
 }
 
-// file is one open file being followed.
+// fileState is where a file is in its life, from being opened to being
+// closed.
+type fileState uint8
+
+const (
+	// waiting: the file has no complete first line yet, so no identity,
+	// and nothing is read.
+	waiting fileState = iota
+	// following: the file is read as it grows; its path still names it.
+	following
+	// rotated: its path names another file, or none. The file is read
+	// (identified first, if its first line came late) until it has not
+	// grown for the idle grace, or until it is removed.
+	rotated
+	// finished: the file was read to its end, or is not to be read (a
+	// rotated copy never read before, an unreadable file). It is closed, and
+	// opened again only once its size or modification time changes.
+	finished
+	// duplicate: another name of a file already open. It is closed, and
+	// looked at again on the next re-scan, for the other may be truncated
+	// by then (copytruncate).
+	duplicate
+)
+
+var stateNames = [...]string{waiting: "waiting", following: "following", rotated: "rotated",
+	finished: "finished", duplicate: "duplicate"}
+
+func (s fileState) String() string { return stateNames[s] }
+
+// closed reports whether a file in state s is done with.
+func (s fileState) closed() bool { return s >= finished }
+
+// file is one file being followed. Its lineReader holds its identity ("" until
+// its first line is complete) and how far it was read.
 type file struct {
-	path     string
+	lineReader
 	f        *os.File
 	key      fileKey
 	gz       bool
-	sibling  bool   // matched only as a possible rotated copy of a path
-	id       string // "" until the first line is complete
-	split    splitter
+	sibling  bool // matched only as a possible rotated copy of a path
+	state    fileState
 	lastGrow time.Time
-	moved    bool // its path names another file, or none
-	dup      bool // another name of a file already open
 }
 
 // New returns a tailer of the files matching patterns (paths or globs).
 // positions gives each file's committed offset; out receives the chunks.
-func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, log *slog.Logger) *Tailer {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Tailer{
-		cfg: cfg.withDefaults(), patterns: patterns, positions: positions, out: out, log: log,
-		sent: make(map[string]int64), done: make(map[fileKey]doneState),
+func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, deps Deps) *Tailer {
+	t := &Tailer{
+		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: deps.Logger, now: deps.Now, waker: deps.Waker,
+		offsets: newOffsets(positions), done: make(map[fileKey]doneState),
 		rescanNow: make(chan struct{}, 1),
 	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	return t
 }
 
 // Rescan asks Run to match the paths and globs again now, as SIGHUP does.
@@ -123,34 +162,27 @@ func (t *Tailer) Files() []FileStatus {
 func (t *Tailer) publish() {
 	out := make([]FileStatus, 0, len(t.files))
 	for _, fl := range t.files {
-		st := FileStatus{Path: fl.path, Fingerprint: fl.id, State: "following"}
+		st := FileStatus{Path: fl.path, Fingerprint: fl.id, Offset: t.offsets.sent[fl.id], State: fl.state.String()}
+		if fl.id == "" {
+			st.State = waiting.String() // a rotated file may still wait for its first line
+		}
 		if fi, err := fl.f.Stat(); err == nil {
 			st.Size = fi.Size()
 		}
-		switch {
-		case fl.id == "":
-			st.State = "waiting"
-		case fl.moved:
-			st.State = "rotated"
-		}
-		st.Offset = t.sent[fl.id]
 		out = append(out, st)
 	}
 	t.status.Store(&out)
 }
 
-func (t *Tailer) now() time.Time {
-	if t.Now != nil {
-		return t.Now()
-	}
-	return time.Now()
-}
-
 // Run follows the files until ctx is done. It returns nil then; it returns
 // an error only if the positions cannot be read.
+//
+// Each pass polls every open file; it first matches the paths and globs
+// again if a file-system event or Rescan asked for it, or if the re-scan
+// interval has passed. Between passes Run waits for the waker.
 func (t *Tailer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	wake, watching := t.watch(ctx)
+	events, watching := t.watch(ctx)
 	defer func() {
 		cancel()
 		<-watching
@@ -159,18 +191,30 @@ func (t *Tailer) Run(ctx context.Context) error {
 		}
 		t.files = nil
 	}()
-	poll := time.NewTicker(t.cfg.Poll)
-	defer poll.Stop()
-	rescan := time.NewTicker(t.cfg.Rescan)
-	defer rescan.Stop()
+	w := t.waker
+	if w == nil {
+		tick := time.NewTicker(t.cfg.Poll)
+		defer tick.Stop()
+		w = waker.Ticker{Ticker: tick}
+	}
+	send := func(c Chunk) error {
+		select {
+		case t.out <- c:
+			t.offsets.sent[c.File] = c.Offset
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var scanned time.Time
 	for scan := true; ; {
-		if scan {
-			if err := t.rescan(ctx); err != nil {
+		if now := t.now(); scan || now.Sub(scanned) >= t.cfg.Rescan {
+			if err := t.rescan(); err != nil {
 				return err
 			}
-			scan = false
+			scanned, scan = now, false
 		}
-		if err := t.pollAll(ctx); err != nil {
+		if err := t.pollAll(ctx, send); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -180,10 +224,8 @@ func (t *Tailer) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-poll.C:
-		case <-rescan.C:
-			scan = true
-		case <-wake:
+		case <-w.Wake():
+		case <-events:
 			scan = true
 		case <-t.rescanNow:
 			scan = true
@@ -249,7 +291,7 @@ func hasMeta(path string) bool { return strings.ContainsAny(path, `*?[\`) }
 // (path.1, path.1.gz, path-20261121, ...), but reads those only if they are
 // known by fingerprint: they are the rest of a file read before, renamed or
 // compressed while logtally was not looking.
-func (t *Tailer) rescan(ctx context.Context) error {
+func (t *Tailer) rescan() error {
 	type match struct {
 		path    string
 		sibling bool
@@ -350,48 +392,48 @@ func (t *Tailer) open(path string, sibling bool, key fileKey) error {
 		}
 		return nil
 	}
-	fl := &file{path: path, f: f, key: key, gz: isGzip(path), sibling: sibling, lastGrow: t.now(),
-		split: splitter{max: t.cfg.MaxLine}}
-	keep, err := t.identify(fl)
-	if err != nil || !keep {
+	fl := &file{f: f, key: key, gz: isGzip(path), sibling: sibling, state: waiting, lastGrow: t.now(),
+		lineReader: lineReader{path: path, split: splitter{max: t.cfg.MaxLine}, size: followReadSize}}
+	err = t.identify(fl)
+	if fl.state.closed() {
 		t.finish(fl)
-		return err
+	} else {
+		t.files = append(t.files, fl)
 	}
-	t.files = append(t.files, fl)
-	return nil
+	return err
 }
 
 // identify gives fl its identity and start offset once its first line is
-// complete. It reports whether fl is to be followed: not if it is another
-// name of a file already open, or a sibling that was never read before.
-func (t *Tailer) identify(fl *file) (keep bool, err error) {
+// complete, and moves a waiting file on to following. It finishes fl if it
+// is a rotated copy never read before, and marks it a duplicate if it is
+// another name of a file already open.
+func (t *Tailer) identify(fl *file) error {
 	id, err := readID(fl.f, fl.gz)
 	if errors.Is(err, ErrNoFingerprint) {
-		return !fl.sibling && !fl.gz, nil // wait for the first line
+		if fl.sibling || fl.gz {
+			fl.state = finished // a copy or a .gz does not grow a first line
+		}
+		return nil
 	}
 	if err != nil {
 		t.log.Warn("fingerprint", "path", fl.path, "err", err)
-		return false, nil
+		fl.state = finished
+		return nil
 	}
 	for _, o := range t.files {
 		if o != fl && o.id == id {
-			// The same file under two names: read it once. This one is
-			// looked at again on the next re-scan, for the other may be
-			// truncated by then (copytruncate).
-			fl.dup = true
-			return false, nil
+			fl.state = duplicate // the same file under two names: read it once
+			return nil
 		}
 	}
-	start, known := t.sent[id]
-	stored, ok, err := t.positions(id)
+	start, known, err := t.offsets.start(id)
 	if err != nil {
-		return false, fmt.Errorf("position of %s: %w", fl.path, err)
+		fl.state = finished
+		return fmt.Errorf("position of %s: %w", fl.path, err)
 	}
-	if ok && stored > start {
-		start = stored
-	}
-	if fl.sibling && !known && !ok {
-		return false, nil
+	if fl.sibling && !known {
+		fl.state = finished
+		return nil
 	}
 	if !fl.gz {
 		if fi, err := fl.f.Stat(); err == nil && fi.Size() < start {
@@ -403,37 +445,38 @@ func (t *Tailer) identify(fl *file) (keep bool, err error) {
 		}
 		if _, err := fl.f.Seek(start, io.SeekStart); err != nil {
 			t.log.Warn("seek", "path", fl.path, "err", err)
-			return false, nil
+			fl.state = finished
+			return nil
 		}
 	}
 	fl.id, fl.split = id, splitter{max: t.cfg.MaxLine, off: start}
+	if fl.state == waiting {
+		fl.state = following
+	}
 	t.log.Debug("following", "path", fl.path, "id", id, "offset", start)
-	return true, nil
+	return nil
 }
 
-// finish closes fl and remembers it as read.
+// finish closes fl and, unless it is a duplicate, remembers it as read.
 func (t *Tailer) finish(fl *file) {
-	if fi, err := fl.f.Stat(); err == nil && !fl.dup {
+	if fi, err := fl.f.Stat(); err == nil && fl.state != duplicate {
 		t.done[fl.key] = doneState{fi.Size(), fi.ModTime()}
 	}
 	fl.f.Close()
 }
 
-// pollAll reads what is new in every open file.
-func (t *Tailer) pollAll(ctx context.Context) error {
+// pollAll reads what is new in every open file, and closes those done with.
+func (t *Tailer) pollAll(ctx context.Context, send func(Chunk) error) error {
 	kept := t.files[:0]
 	var err error
 	for _, fl := range t.files {
-		var keep bool
 		if err == nil {
-			keep, err = t.poll(ctx, fl)
-		} else {
-			keep = true
+			err = t.poll(ctx, fl, send)
 		}
-		if keep {
-			kept = append(kept, fl)
-		} else {
+		if fl.state.closed() {
 			t.finish(fl)
+		} else {
+			kept = append(kept, fl)
 		}
 	}
 	clear(t.files[len(kept):])
@@ -441,129 +484,100 @@ func (t *Tailer) pollAll(ctx context.Context) error {
 	return err
 }
 
-// poll reads what is new in fl and reports whether to keep following it.
-func (t *Tailer) poll(ctx context.Context, fl *file) (keep bool, err error) {
+// poll reads what is new in fl and moves it on to its next state.
+func (t *Tailer) poll(ctx context.Context, fl *file, send func(Chunk) error) error {
 	if fl.gz {
-		return false, t.readGzip(ctx, fl)
+		fl.state = finished // it does not grow: read once
+		return t.readGzip(ctx, fl, send)
 	}
 	fi, err := fl.f.Stat()
 	if err != nil {
 		t.log.Warn("stat", "path", fl.path, "err", err)
-		return false, nil
+		fl.state = finished
+		return nil
 	}
 	if fl.id != "" && t.truncated(fl, fi.Size()) {
 		t.log.Info("file truncated; reading it from the start", "path", fl.path, "read", fl.split.off)
 		fl.id, fl.split = "", splitter{max: t.cfg.MaxLine}
-	}
-	if fl.id == "" {
-		if keep, err := t.identify(fl); err != nil || !keep {
-			return false, err
+		if fl.state == following {
+			fl.state = waiting
 		}
 	}
-	if fl.id != "" {
-		n, err := t.drain(ctx, fl, fl.f)
+	if fl.id == "" {
+		if err := t.identify(fl); err != nil || fl.state.closed() {
+			return err
+		}
+	}
+	if fl.id != "" && fi.Size() > fl.split.consumed() {
+		n, err := t.read(ctx, fl, fl.f, send)
 		if err != nil {
-			return true, err
+			return err
 		}
 		if n > 0 {
 			fl.lastGrow = t.now()
 		}
 	}
-	if !fl.moved {
-		pi, err := os.Stat(fl.path)
-		fl.moved = err != nil || !os.SameFile(fi, pi)
+	if fl.state != rotated {
+		if pi, err := os.Stat(fl.path); err != nil || !os.SameFile(fi, pi) {
+			fl.state = rotated
+		}
 	}
 	removed := false
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 0 {
 		removed = true
 	}
-	if removed || (fl.moved && t.now().Sub(fl.lastGrow) >= t.cfg.IdleGrace) {
+	if removed || (fl.state == rotated && t.now().Sub(fl.lastGrow) >= t.cfg.IdleGrace) {
 		// Rotated away for good: its last line is as complete as it gets.
 		if fl.id != "" {
-			if _, err := t.drain(ctx, fl, fl.f); err != nil {
-				return true, err
+			if _, err := t.read(ctx, fl, fl.f, send); err != nil {
+				return err
 			}
-			line, skipped := fl.split.flush()
-			if err := t.send(ctx, fl, line, skipped); err != nil {
-				return true, err
+			if err := fl.flush(send); err != nil {
+				return err
 			}
 		}
-		return false, nil
+		fl.state = finished
 	}
-	return true, nil
+	return nil
 }
 
 // truncated reports whether fl now holds other content than what was read:
-// it is shorter than the read offset, or its first line changed (truncated
+// it is shorter than what was read, or its first line changed (truncated
 // and written again up to or past the offset between two polls). Reading
 // the first line on every poll costs one small pread.
 func (t *Tailer) truncated(fl *file, size int64) bool {
-	if size < fl.split.off+fl.split.dropped+int64(len(fl.split.carry)) {
+	if size < fl.split.consumed() {
 		return true
 	}
 	id, err := readID(fl.f, false)
 	return err == nil && id != fl.id || errors.Is(err, ErrNoFingerprint)
 }
 
-// drain reads r to its end and sends the complete lines. It returns how
-// many bytes it read.
-func (t *Tailer) drain(ctx context.Context, fl *file, r io.Reader) (int64, error) {
-	var total int64
-	for {
-		s := &fl.split
-		buf := make([]byte, len(s.carry), len(s.carry)+followReadSize)
-		copy(buf, s.carry)
-		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		total += int64(n)
-		if n > 0 {
-			lines, skipped := s.cut(buf[:len(buf)+n])
-			if err := t.send(ctx, fl, lines, skipped); err != nil {
-				return total, err
-			}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return total, nil
-		}
-		if err != nil {
-			t.log.Warn("read", "path", fl.path, "err", err)
-			return total, nil
-		}
+// read reads src, which is fl's content, to its end and sends its complete
+// lines. It returns how many bytes it read, and an error only if ctx is
+// done: a file that cannot be read is logged, and looked at again on the
+// next poll.
+func (t *Tailer) read(ctx context.Context, fl *file, src io.Reader, send func(Chunk) error) (int64, error) {
+	n, err := fl.readFrom(src, send)
+	if ctx.Err() != nil {
+		return n, ctx.Err()
 	}
-}
-
-func (t *Tailer) send(ctx context.Context, fl *file, data []byte, skipped int) error {
-	if len(data) == 0 && skipped == 0 {
-		return nil
+	if err != nil {
+		t.log.Warn("read", "path", fl.path, "err", err)
 	}
-	select {
-	case t.out <- Chunk{File: fl.id, Path: fl.path, Data: data, Offset: fl.split.off, Skipped: skipped}:
-		t.sent[fl.id] = fl.split.off
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return n, nil
 }
 
 // readGzip reads a compressed file from its position to its end. It does
 // not grow, so it is read once.
-func (t *Tailer) readGzip(ctx context.Context, fl *file) error {
-	if _, err := fl.f.Seek(0, io.SeekStart); err != nil {
-		t.log.Warn("seek", "path", fl.path, "err", err)
-		return nil
-	}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(fl.f, 256<<10))
+func (t *Tailer) readGzip(ctx context.Context, fl *file, send func(Chunk) error) error {
+	src, err := content(fl.f, fl.f, true, fl.split.off)
 	if err != nil {
-		t.log.Warn("gzip", "path", fl.path, "err", err)
+		t.log.Warn("gzip", "path", fl.path, "position", fl.split.off, "err", err)
 		return nil
 	}
-	defer zr.Close()
-	if _, err := io.CopyN(io.Discard, zr, fl.split.off); err != nil {
-		t.log.Warn("gzip shorter than its position", "path", fl.path, "position", fl.split.off, "err", err)
-		return nil
-	}
-	if _, err := t.drain(ctx, fl, zr); err != nil {
+	if _, err := t.read(ctx, fl, src, send); err != nil {
 		return err
 	}
-	line, skipped := fl.split.flush()
-	return t.send(ctx, fl, line, skipped)
+	return fl.flush(send)
 }

@@ -11,6 +11,83 @@ import (
 	"sync/atomic"
 )
 
+// lineReader cuts what is read from one file into chunks of complete lines.
+// Following and replay both read through it, plain files and .gz alike: it
+// is the one place where lines are cut, long lines skipped and offsets kept.
+type lineReader struct {
+	id    string // file identity, as returned by ID
+	path  string
+	split splitter
+	size  int // the most bytes read for one chunk
+}
+
+// readFrom reads src to its end and hands each run of complete lines to
+// send. It returns how many bytes it read. An error is send's, or one from
+// src other than its end.
+func (r *lineReader) readFrom(src io.Reader, send func(Chunk) error) (int64, error) {
+	var total int64
+	for {
+		// Each chunk gets its own buffer: the consumer keeps it until the
+		// lines are applied. The incomplete line is carried to the next one.
+		s := &r.split
+		buf := make([]byte, len(s.carry), len(s.carry)+r.size)
+		copy(buf, s.carry)
+		n, err := io.ReadFull(src, buf[len(buf):cap(buf)])
+		total += int64(n)
+		if n > 0 {
+			lines, skipped := s.cut(buf[:len(buf)+n])
+			if err := r.send(send, lines, skipped); err != nil {
+				return total, err
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return total, nil
+		}
+		if err != nil {
+			return total, fmt.Errorf("read %s: %w", r.path, err)
+		}
+	}
+}
+
+// flush sends the incomplete last line as a complete one, for a file that
+// will not grow any more.
+func (r *lineReader) flush(send func(Chunk) error) error {
+	line, skipped := r.split.flush()
+	return r.send(send, line, skipped)
+}
+
+func (r *lineReader) send(send func(Chunk) error, data []byte, skipped int) error {
+	if len(data) == 0 && skipped == 0 {
+		return nil
+	}
+	return send(Chunk{File: r.id, Path: r.path, Data: data, Offset: r.split.off, Skipped: skipped})
+}
+
+// content returns what f holds from offset on, read through raw (f itself,
+// or f wrapped to count what is read). A .gz file is decompressed, and its
+// offset, which counts decompressed bytes, is reached by decompressing. A
+// file shorter than offset holds nothing from there on: a .gz may be an
+// older copy of a file that was read further.
+func content(f *os.File, raw io.Reader, gz bool, offset int64) (io.Reader, error) {
+	if !gz {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(raw, 256<<10))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.CopyN(io.Discard, zr, offset); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("skip to %d: %w", offset, err)
+	}
+	return zr, nil // at its end, if it ended before offset
+}
+
 // Reader reads whole files once, for replay. Its counters may be read from
 // any goroutine while it reads, to show progress.
 type Reader struct {
@@ -20,6 +97,44 @@ type Reader struct {
 	// Bytes counts the bytes read from disk (compressed bytes for .gz),
 	// including those skipped to reach the start offset.
 	Bytes atomic.Int64
+}
+
+// Replay reads each of paths to its end, as Read does, from where its file
+// was left: the further of its committed position and what this Replay
+// has sent of it already. A file is known by its identity, as when
+// following, so one named twice, or named with its compressed copy, is read
+// once. A file without a complete first line has nothing to read and is
+// passed over.
+func (r *Reader) Replay(ctx context.Context, paths []string, positions Positions, out chan<- Chunk) error {
+	o := newOffsets(positions)
+	for _, path := range paths {
+		if err := r.replay(ctx, path, &o, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reader) replay(ctx context.Context, path string, o *offsets, out chan<- Chunk) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	id, err := readID(f, isGzip(path))
+	if errors.Is(err, ErrNoFingerprint) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	off, _, err := o.start(id)
+	if err != nil {
+		return fmt.Errorf("position of %s: %w", path, err)
+	}
+	end, err := r.read(ctx, f, id, off, out)
+	o.sent[id] = end
+	return err
 }
 
 // Read reads path from offset to its end and sends its complete lines in
@@ -33,64 +148,40 @@ func (r *Reader) Read(ctx context.Context, path, id string, offset int64, out ch
 		return offset, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	size := r.BufSize
-	if size <= 0 {
-		size = ChunkSize
+	return r.read(ctx, f, id, offset, out)
+}
+
+func (r *Reader) read(ctx context.Context, f *os.File, id string, offset int64, out chan<- Chunk) (end int64, err error) {
+	path, gz := f.Name(), isGzip(f.Name())
+	lr := lineReader{id: id, path: path, split: splitter{max: r.MaxLine, off: offset}, size: r.BufSize}
+	if lr.split.max <= 0 {
+		lr.split.max = DefaultMaxLine
 	}
-	s := splitter{max: r.MaxLine, off: offset}
-	if s.max <= 0 {
-		s.max = DefaultMaxLine
+	if lr.size <= 0 {
+		lr.size = ChunkSize
 	}
-	var src io.Reader = &counter{r: f, n: &r.Bytes}
-	gz := isGzip(path)
-	if gz {
-		zr, err := gzip.NewReader(bufio.NewReaderSize(src, 256<<10))
-		if err != nil {
-			return offset, fmt.Errorf("read %s: %w", path, err)
-		}
-		defer zr.Close()
-		if _, err := io.CopyN(io.Discard, zr, offset); err != nil {
-			return offset, fmt.Errorf("read %s: skip to %d: %w", path, offset, err)
-		}
-		src = zr
-	} else if offset > 0 {
-		if _, err := f.Seek(offset, io.SeekStart); err != nil {
-			return offset, fmt.Errorf("read %s: %w", path, err)
-		}
+	src, err := content(f, &counter{r: f, n: &r.Bytes}, gz, offset)
+	if err != nil {
+		return offset, fmt.Errorf("read %s: %w", path, err)
+	}
+	if !gz {
 		r.Bytes.Add(offset)
 	}
-	send := func(data []byte, skipped int) error {
-		if len(data) == 0 && skipped == 0 {
-			return nil
-		}
+	send := func(c Chunk) error {
 		select {
-		case out <- Chunk{File: id, Path: path, Data: data, Offset: s.off, Skipped: skipped}:
+		case out <- c:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	for {
-		// Each chunk gets its own buffer: the consumer keeps it until the
-		// lines are applied. The incomplete line is carried to the next one.
-		buf := make([]byte, len(s.carry), len(s.carry)+size)
-		copy(buf, s.carry)
-		n, err := io.ReadFull(src, buf[len(buf):cap(buf)])
-		lines, skipped := s.cut(buf[:len(buf)+n])
-		if err := send(lines, skipped); err != nil {
-			return s.off, err
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			if gz {
-				line, skipped := s.flush()
-				return s.off, send(line, skipped)
-			}
-			return s.off, nil
-		}
-		if err != nil {
-			return s.off, fmt.Errorf("read %s: %w", path, err)
-		}
+	if _, err := lr.readFrom(src, send); err != nil {
+		return lr.split.off, err
 	}
+	if gz {
+		err = lr.flush(send)
+	}
+	return lr.split.off, err
 }
 
 // counter counts the bytes read through it.

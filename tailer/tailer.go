@@ -18,7 +18,7 @@
 // new watch, stop reading a renamed file while the writer still appends to
 // it, and call os.Exit on some stat errors; none of that can happen here,
 // because every open file is read by descriptor until it has been idle for a
-// grace period or removed.
+// grace period or removed. TestDifferentialNxadmTail runs both side by side.
 //
 // Lines are delivered in chunks, not one at a time, so that a channel
 // operation and an allocation are paid per chunk rather than per line.
@@ -180,6 +180,38 @@ func fingerprint(head []byte) string {
 
 func isGzip(path string) bool { return strings.HasSuffix(path, ".gz") }
 
+// Positions looks up the committed read offset of a file identity.
+type Positions func(id string) (offset int64, ok bool, err error)
+
+// offsets tells where to start reading a file known by its identity. It
+// keeps, by identity, the offset just after the last chunk sent: that is
+// ahead of the committed positions until the consumer commits, and it is
+// what keeps a file met again under another name (renamed, compressed,
+// named twice) from being read twice. Following and replay both use it.
+type offsets struct {
+	committed Positions
+	sent      map[string]int64
+}
+
+func newOffsets(committed Positions) offsets {
+	return offsets{committed: committed, sent: make(map[string]int64)}
+}
+
+// start returns the offset to read the file id from: the further of its
+// committed position and what was sent of it. known reports whether either
+// exists, that is, whether the file was ever read.
+func (o *offsets) start(id string) (off int64, known bool, err error) {
+	off, sent := o.sent[id]
+	stored, ok, err := o.committed(id)
+	if err != nil {
+		return 0, false, err
+	}
+	if ok && stored > off {
+		off = stored
+	}
+	return off, sent || ok, nil
+}
+
 // splitter cuts what is read from a file into complete lines, and keeps the
 // offset just after the last complete line. A line longer than max is
 // dropped as it streams past, so it is never buffered whole, and counted
@@ -215,6 +247,10 @@ func (s *splitter) cut(buf []byte) (lines []byte, skipped int) {
 	}
 	return lines, skipped
 }
+
+// consumed returns how many bytes of the file the splitter has taken in:
+// those up to off, and those of the line not complete yet.
+func (s *splitter) consumed() int64 { return s.off + s.dropped + int64(len(s.carry)) }
 
 // flush returns the incomplete last line as a complete one, for a file that
 // will not grow any more, and how many long lines that ends.

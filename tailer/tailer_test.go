@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally/internal/waker"
 )
 
 // sink stands in for the pipeline: it counts every line it receives and
@@ -23,10 +25,13 @@ type sink struct {
 	total   int
 	skipped int
 	pos     map[string]int64
-	order   []string // lines in the order they arrived
+	order   []string      // lines in the order they arrived
+	changed chan struct{} // closed, and replaced, when a chunk arrives
 }
 
-func newSink() *sink { return &sink{lines: map[string]int{}, pos: map[string]int64{}} }
+func newSink() *sink {
+	return &sink{lines: map[string]int{}, pos: map[string]int64{}, changed: make(chan struct{})}
+}
 
 func (s *sink) positions(id string) (int64, bool, error) {
 	s.mu.Lock()
@@ -47,6 +52,8 @@ func (s *sink) take(c Chunk) {
 	}
 	s.skipped += c.Skipped
 	s.pos[c.File] = c.Offset
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 func (s *sink) count() int {
@@ -55,16 +62,33 @@ func (s *sink) count() int {
 	return s.total
 }
 
-// waitFor waits until n lines have arrived: the tailer runs on its own
-// goroutine, so tests wait for an outcome, not for a fixed time.
+// waitFor waits until n lines have arrived, woken by each chunk: for a
+// tailer woken by file-system events alone, with no test driving its
+// passes.
 func (s *sink) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for s.count() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d lines, want %d", s.count(), n)
+	if !s.wait(n, 20*time.Second) {
+		t.Fatalf("got %d lines, want %d", s.count(), n)
+	}
+}
+
+// wait waits until n lines have arrived, or for at most d, and reports
+// whether they did.
+func (s *sink) wait(n int, d time.Duration) bool {
+	timeout := time.NewTimer(d)
+	defer timeout.Stop()
+	for {
+		s.mu.Lock()
+		total, changed := s.total, s.changed
+		s.mu.Unlock()
+		if total >= n {
+			return true
 		}
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-timeout.C:
+			return false
+		}
 	}
 }
 
@@ -93,26 +117,58 @@ func (s *sink) check(t *testing.T, want []string) {
 	}
 }
 
-var testConfig = Config{Poll: 5 * time.Millisecond, Rescan: 20 * time.Millisecond, IdleGrace: 30 * time.Second}
+// testConfig re-scans on every pass, so that a pass the test waits for has
+// looked at every file on disk.
+var testConfig = Config{Rescan: time.Nanosecond, IdleGrace: 30 * time.Second}
 
-// follow runs a Tailer over patterns into s until the returned stop is
+// run is a Tailer whose passes the test drives, sending to a sink.
+type run struct {
+	t      *testing.T
+	tl     *Tailer
+	s      *sink
+	waker  *waker.Test
+	out    chan Chunk
+	synced chan struct{}
+	stop   func()
+}
+
+// syncID marks the chunk that step sends through the tailer's channel
+// after the tailer's own: once the sink has it, it has all before it.
+const syncID = "sync"
+
+// follow runs a Tailer over patterns into s until run.stop is called (or
+// the test ends). Between passes it waits for the test's step, a
+// file-system event or Rescan.
+func follow(t *testing.T, cfg Config, s *sink, patterns ...string) *run {
+	t.Helper()
+	w := new(waker.Test)
+	r := start(t, cfg, Deps{Waker: w}, s, patterns...)
+	r.waker = w
+	return r
+}
+
+// start runs a Tailer with deps over patterns into s until run.stop is
 // called (or the test ends).
-func follow(t *testing.T, cfg Config, s *sink, patterns ...string) (stop func()) {
+func start(t *testing.T, cfg Config, deps Deps, s *sink, patterns ...string) *run {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan Chunk, 4)
-	tl := New(cfg, patterns, s.positions, out, nil)
+	r := &run{t: t, s: s, out: make(chan Chunk, 4), synced: make(chan struct{})}
+	r.tl = New(cfg, patterns, s.positions, r.out, deps)
 	errc := make(chan error, 1)
-	go func() { errc <- tl.Run(ctx); close(out) }()
+	go func() { errc <- r.tl.Run(ctx); close(r.out) }()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for c := range out {
+		for c := range r.out {
+			if c.File == syncID {
+				r.synced <- struct{}{}
+				continue
+			}
 			s.take(c)
 		}
 	}()
 	var once sync.Once
-	stop = func() {
+	r.stop = func() {
 		once.Do(func() {
 			cancel()
 			if err := <-errc; err != nil {
@@ -121,8 +177,37 @@ func follow(t *testing.T, cfg Config, s *sink, patterns ...string) (stop func())
 			<-done
 		})
 	}
-	t.Cleanup(stop)
-	return stop
+	t.Cleanup(r.stop)
+	return r
+}
+
+// step returns once the tailer has made a whole pass (a re-scan and a
+// poll of every open file, with testConfig) that began after step was
+// called, and the sink has taken everything that pass sent. What has not
+// arrived by then would not arrive without a change on disk.
+func (r *run) step() {
+	r.t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	select {
+	case <-r.waker.Next():
+	case <-timeout.C:
+		r.t.Fatal("the tailer made no pass in 10 s")
+	}
+	r.out <- Chunk{File: syncID}
+	<-r.synced
+}
+
+// waitFor steps the tailer until n lines have arrived.
+func (r *run) waitFor(n int) {
+	r.t.Helper()
+	for range 50 {
+		if r.s.count() >= n {
+			return
+		}
+		r.step()
+	}
+	r.t.Fatalf("got %d lines after 50 passes, want %d", r.s.count(), n)
 }
 
 func lines(from, to int) []string {
@@ -154,7 +239,16 @@ func appendFile(t *testing.T, path string, ls []string) {
 
 func gzipFile(t *testing.T, path string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	gzipCopy(t, path, path+".gz")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gzipCopy writes a compressed copy of src to dst, as logrotate's compress.
+func gzipCopy(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,17 +256,15 @@ func gzipFile(t *testing.T, path string) {
 	zw := gzip.NewWriter(&buf)
 	zw.Write(data)
 	zw.Close()
-	if err := os.WriteFile(path+".gz", buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(path); err != nil {
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // TestRenameRotationWriterKeepsWriting is logrotate's create rotation: the
 // log is renamed, and the writer goes on appending to the renamed file for
-// 2 s before it reopens the path (nginx on USR1). Not a line may be lost.
+// a while before it reopens the path (nginx on USR1), while the tailer
+// makes pass after pass. Not a line may be lost.
 func TestRenameRotationWriterKeepsWriting(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "access.log")
@@ -183,28 +275,27 @@ func TestRenameRotationWriterKeepsWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newSink()
-	follow(t, testConfig, s, path)
+	r := follow(t, testConfig, s, path)
 
 	write(t, f, all[:1])
-	s.waitFor(t, 1) // the file is open: what follows is a rotation, not a start
+	r.waitFor(1) // the file is open: what follows is a rotation, not a start
 	write(t, f, all[1:4000])
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	// 2 s of writing to the renamed file, a few lines at a time.
+	// The writer appends to the renamed file a few lines at a time, and
+	// the tailer looks between every two writes.
 	renamed := all[4000:7000]
-	start := time.Now()
 	for i := 0; i < len(renamed); i += 15 {
 		write(t, f, renamed[i:min(i+15, len(renamed))])
-		time.Sleep(10 * time.Millisecond)
-	}
-	for time.Since(start) < 2*time.Second {
-		time.Sleep(10 * time.Millisecond)
+		if i%30 == 0 {
+			r.step()
+		}
 	}
 	f.Close()
 	appendFile(t, path, all[7000:]) // reopened
-	s.waitFor(t, n)
-	time.Sleep(50 * time.Millisecond) // room for a duplicate to show
+	r.waitFor(n)
+	r.step() // a duplicate would show by now
 	s.check(t, all)
 }
 
@@ -212,46 +303,48 @@ func TestRenameRotationWriterKeepsWriting(t *testing.T) {
 // access.log.1 and truncated in place. The copy is found by fingerprint and
 // finished, and the truncated file is read from its start.
 func TestCopyTruncate(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "access.log")
-	appendFile(t, path, lines(0, 100))
-	s := newSink()
-	follow(t, testConfig, s, path)
-	s.waitFor(t, 100)
-
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, polled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copied before a poll", true: "polled before the copy"}[polled], func(t *testing.T) {
+			path, s, r, f := followWriting(t)
+			write(t, f, lines(100, 150))
+			if polled {
+				r.step()
+			}
+			copyTruncate(t, path, nil)
+			write(t, f, lines(150, 250))
+			r.waitFor(250)
+			r.step()
+			s.check(t, lines(0, 250))
+		})
 	}
-	defer f.Close()
-	write(t, f, lines(100, 150)) // may or may not be read before the copy
-	copyTruncate(t, path, nil)
-	write(t, f, lines(150, 250))
-	s.waitFor(t, 250)
-	time.Sleep(50 * time.Millisecond)
-	s.check(t, lines(0, 250))
 }
 
 // TestCopyTruncateLoss documents what copytruncate can lose: lines written
 // after logrotate's copy and before its truncation are in neither file.
 func TestCopyTruncateLoss(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "access.log")
-	appendFile(t, path, lines(0, 100))
-	s := newSink()
-	follow(t, testConfig, s, path)
-	s.waitFor(t, 100)
+	path, s, r, f := followWriting(t)
+	copyTruncate(t, path, func() { write(t, f, lines(100, 110)) })
+	write(t, f, lines(110, 200))
+	r.waitFor(190)
+	r.step()
+	s.check(t, append(lines(0, 100), lines(110, 200)...))
+}
 
+// followWriting follows a log of 100 lines until they have arrived, and
+// returns it open for appending, as its writer holds it.
+func followWriting(t *testing.T) (path string, s *sink, r *run, f *os.File) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "access.log")
+	appendFile(t, path, lines(0, 100))
+	s = newSink()
+	r = follow(t, testConfig, s, path)
+	r.waitFor(100)
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	copyTruncate(t, path, func() { write(t, f, lines(100, 110)) })
-	write(t, f, lines(110, 200))
-	s.waitFor(t, 190)
-	time.Sleep(50 * time.Millisecond)
-	s.check(t, append(lines(0, 100), lines(110, 200)...))
+	t.Cleanup(func() { f.Close() })
+	return path, s, r, f
 }
 
 // copyTruncate does what logrotate's copytruncate does, calling between
@@ -284,9 +377,9 @@ func TestRotationWhileStopped(t *testing.T) {
 			path := filepath.Join(dir, "access.log")
 			appendFile(t, path, lines(0, 100))
 			s := newSink()
-			stop := follow(t, testConfig, s, path)
-			s.waitFor(t, 100)
-			stop()
+			r := follow(t, testConfig, s, path)
+			r.waitFor(100)
+			r.stop()
 
 			appendFile(t, path, lines(100, 150))
 			if err := os.Rename(path, path+".1"); err != nil {
@@ -298,9 +391,9 @@ func TestRotationWhileStopped(t *testing.T) {
 			appendFile(t, path, lines(150, 180))
 			appendFile(t, path+".2", lines(1000, 1010)) // an old file never read: not ours
 
-			follow(t, testConfig, s, path)
-			s.waitFor(t, 180)
-			time.Sleep(50 * time.Millisecond)
+			r = follow(t, testConfig, s, path)
+			r.waitFor(180)
+			r.step()
 			s.check(t, lines(0, 180))
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -323,16 +416,16 @@ func TestPartialLine(t *testing.T) {
 	defer f.Close()
 	f.WriteString("first\nsecond, half")
 	s := newSink()
-	follow(t, testConfig, s, path)
-	s.waitFor(t, 1)
-	time.Sleep(50 * time.Millisecond) // ten polls
+	r := follow(t, testConfig, s, path)
+	r.waitFor(1)
+	r.step()
 	if n := s.count(); n != 1 {
 		t.Fatalf("got %d lines before the second was complete, want 1", n)
 	}
 	f.WriteString(" and the rest\nthird without newline")
-	s.waitFor(t, 2)
+	r.waitFor(2)
 	os.Remove(path)
-	s.waitFor(t, 3)
+	r.waitFor(3)
 	s.check(t, []string{"first", "second, half and the rest", "third without newline"})
 }
 
@@ -349,16 +442,16 @@ func TestLongLine(t *testing.T) {
 	cfg := testConfig
 	cfg.MaxLine = 1000
 	s := newSink()
-	follow(t, cfg, s, path)
+	r := follow(t, cfg, s, path)
 	f.WriteString("before\n")
-	s.waitFor(t, 1)
+	r.waitFor(1)
 	for range 10 { // a 5,000-byte line in pieces the tailer sees one by one
 		f.WriteString(strings.Repeat("x", 500))
-		time.Sleep(10 * time.Millisecond)
+		r.step()
 	}
 	f.WriteString("\nafter\n")
-	s.waitFor(t, 2)
-	time.Sleep(20 * time.Millisecond)
+	r.waitFor(2)
+	r.step()
 	s.check(t, []string{"before", "after"})
 	if s.skipped != 1 {
 		t.Errorf("skipped = %d, want 1", s.skipped)
@@ -372,15 +465,18 @@ func TestDeletedAndRecreated(t *testing.T) {
 	path := filepath.Join(dir, "access.log")
 	appendFile(t, path, lines(0, 10))
 	s := newSink()
-	follow(t, testConfig, s, path)
-	s.waitFor(t, 10)
+	r := follow(t, testConfig, s, path)
+	r.waitFor(10)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	r.step() // the removed file is closed
+	if files := r.tl.Files(); len(files) != 0 {
+		t.Errorf("Files = %+v after the removal, want none", files)
+	}
 	appendFile(t, path, lines(10, 15))
-	s.waitFor(t, 15)
-	time.Sleep(50 * time.Millisecond)
+	r.waitFor(15)
+	r.step()
 	s.check(t, lines(0, 15))
 }
 
@@ -389,26 +485,27 @@ func TestGlobPicksUpNewFile(t *testing.T) {
 	dir := t.TempDir()
 	appendFile(t, filepath.Join(dir, "a.log"), lines(0, 10))
 	s := newSink()
-	follow(t, testConfig, s, filepath.Join(dir, "*.log"))
-	s.waitFor(t, 10)
+	r := follow(t, testConfig, s, filepath.Join(dir, "*.log"))
+	r.waitFor(10)
 	appendFile(t, filepath.Join(dir, "b.log"), lines(10, 20))
 	appendFile(t, filepath.Join(dir, "b.txt"), lines(100, 110)) // not matched
-	s.waitFor(t, 20)
+	r.waitFor(20)
 	appendFile(t, filepath.Join(dir, "a.log"), lines(20, 25))
-	s.waitFor(t, 25)
-	time.Sleep(50 * time.Millisecond)
+	r.waitFor(25)
+	r.step()
 	s.check(t, lines(0, 25))
 }
 
 // TestGlobPicksUpNewFileOnEvent: with re-scans an hour apart, the
-// file-system event alone brings a new file in.
+// file-system event alone brings a new file in. Polls go on as in
+// production, for the event may come before the file's first line.
 func TestGlobPicksUpNewFileOnEvent(t *testing.T) {
 	dir := t.TempDir()
 	appendFile(t, filepath.Join(dir, "a.log"), lines(0, 10))
 	cfg := testConfig
-	cfg.Rescan = time.Hour
+	cfg.Poll, cfg.Rescan = 5*time.Millisecond, time.Hour
 	s := newSink()
-	follow(t, cfg, s, filepath.Join(dir, "*.log"))
+	start(t, cfg, Deps{}, s, filepath.Join(dir, "*.log"))
 	s.waitFor(t, 10)
 	appendFile(t, filepath.Join(dir, "b.log"), lines(10, 20))
 	s.waitFor(t, 20)
@@ -424,26 +521,26 @@ func TestIdleRotatedFileIsClosed(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	tl := New(testConfig, []string{path}, newSink().positions, make(chan Chunk, 100), nil)
-	tl.Now = clock
+	tl := New(testConfig, []string{path}, newSink().positions, nil, Deps{Now: clock})
 	ctx := context.Background()
-	if err := tl.rescan(ctx); err != nil {
+	send := func(Chunk) error { return nil }
+	if err := tl.rescan(); err != nil {
 		t.Fatal(err)
 	}
-	tl.pollAll(ctx)
+	tl.pollAll(ctx, send)
 	os.Rename(path, path+".1")
-	tl.pollAll(ctx)
-	if len(tl.files) != 1 {
-		t.Fatalf("%d files open right after the rename, want 1", len(tl.files))
+	tl.pollAll(ctx, send)
+	if len(tl.files) != 1 || tl.files[0].state != rotated {
+		t.Fatalf("%d files open right after the rename, want 1 rotated", len(tl.files))
 	}
 	mu.Lock()
 	now = now.Add(DefaultIdleGrace)
 	mu.Unlock()
-	tl.pollAll(ctx)
+	tl.pollAll(ctx, send)
 	if len(tl.files) != 0 {
 		t.Errorf("%d files open after the idle grace, want 0", len(tl.files))
 	}
-	if err := tl.rescan(ctx); err != nil || len(tl.files) != 0 {
+	if err := tl.rescan(); err != nil || len(tl.files) != 0 {
 		t.Errorf("rescan reopened the finished file: %d open, err %v", len(tl.files), err)
 	}
 }
@@ -581,40 +678,124 @@ func TestRescanAndFiles(t *testing.T) {
 	cfg := testConfig
 	cfg.Rescan = time.Hour
 	s := newSink()
-	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan Chunk, 4)
-	tl := New(cfg, []string{filepath.Join(sub, "*.log")}, s.positions, out, nil)
-	errc := make(chan error, 1)
-	go func() { errc <- tl.Run(ctx); close(out) }()
-	go func() {
-		for c := range out {
-			s.take(c)
-		}
-	}()
-	defer func() { cancel(); <-errc }()
-	for tl.status.Load() == nil { // the first scan and poll are done
-		time.Sleep(time.Millisecond)
-	}
+	r := follow(t, cfg, s, filepath.Join(sub, "*.log"))
+	r.step() // the first scan found nothing
 
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(sub, "a.log")
 	appendFile(t, path, lines(0, 10))
-	tl.Rescan()
-	s.waitFor(t, 10)
-	s.check(t, lines(0, 10))
-
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		files := tl.Files()
-		if len(files) == 1 && files[0].Path == path && files[0].State == "following" &&
-			files[0].Fingerprint != "" && files[0].Offset == files[0].Size && files[0].Size > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Files = %+v, want %s following and read to its end", files, path)
-		}
-		time.Sleep(5 * time.Millisecond)
+	r.step()
+	if n := s.count(); n != 0 {
+		t.Fatalf("got %d lines before Rescan, want 0: a poll alone found the file", n)
 	}
+	r.tl.Rescan()
+	s.waitFor(t, 10)
+	r.step()
+	s.check(t, lines(0, 10))
+	files := r.tl.Files()
+	if len(files) != 1 || files[0].Path != path || files[0].State != "following" ||
+		files[0].Fingerprint == "" || files[0].Offset != files[0].Size || files[0].Size == 0 {
+		t.Fatalf("Files = %+v, want %s following and read to its end", files, path)
+	}
+}
+
+// replay runs Replay over paths with the committed positions of s, and
+// takes what it sends into s.
+func replay(t *testing.T, s *sink, paths ...string) error {
+	t.Helper()
+	out := make(chan Chunk, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := range out {
+			s.take(c)
+		}
+	}()
+	err := (&Reader{BufSize: 64}).Replay(context.Background(), paths, s.positions, out)
+	close(out)
+	<-done
+	return err
+}
+
+// TestReplayReadsEachFileOnce: a file named twice, or named with its
+// compressed copy, is read once, in either order; an empty file is passed
+// over.
+func TestReplayReadsEachFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 100))
+	gzipCopy(t, path, path+".1.gz")
+	empty := filepath.Join(dir, "empty.log")
+	os.WriteFile(empty, nil, 0o644)
+	for name, paths := range map[string][]string{
+		"twice":          {path, path},
+		"gzip first":     {path + ".1.gz", path, path + ".1.gz"},
+		"plain first":    {path, path + ".1.gz"},
+		"with an empty":  {empty, path, empty},
+		"the gzip alone": {path + ".1.gz", path + ".1.gz"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newSink()
+			if err := replay(t, s, paths...); err != nil {
+				t.Fatal(err)
+			}
+			s.check(t, lines(0, 100))
+		})
+	}
+}
+
+// TestReplayResumes: a replay starts each file at its committed position,
+// so a second replay, or one of the compressed copy, reads nothing.
+func TestReplayResumes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 50))
+	s := newSink()
+	if err := replay(t, s, path); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, lines(50, 60))
+	if err := replay(t, s, path); err != nil {
+		t.Fatal(err)
+	}
+	gzipFile(t, path)
+	if err := replay(t, s, path+".gz"); err != nil {
+		t.Fatal(err)
+	}
+	s.check(t, lines(0, 60))
+}
+
+// TestReplayPositionError: a position that cannot be read stops the replay
+// with that error.
+func TestReplayPositionError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	appendFile(t, path, lines(0, 5))
+	errDisk := errors.New("disk on fire")
+	failing := func(string) (int64, bool, error) { return 0, false, errDisk }
+	err := (&Reader{}).Replay(context.Background(), []string{path}, failing, make(chan Chunk, 1))
+	if !errors.Is(err, errDisk) {
+		t.Errorf("Replay = %v, want %v", err, errDisk)
+	}
+}
+
+// TestReplayOlderCompressedCopy: a .gz holding less of a file than was
+// read of it already has nothing new, as a plain file that short has not.
+func TestReplayOlderCompressedCopy(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 100))
+	gzipCopy(t, path, path+".old.gz")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, lines(100, 110))
+	os.WriteFile(path+".old.copy", data, 0o644)
+	s := newSink()
+	if err := replay(t, s, path, path+".old.gz", path+".old.copy"); err != nil {
+		t.Fatal(err)
+	}
+	s.check(t, lines(0, 110))
 }

@@ -216,7 +216,7 @@ func (m *Main) run(ctx context.Context) error {
 	chunks := make(chan tailer.Chunk, 8)
 	deps := status.Deps{Pipeline: m.pipeline}
 	if len(m.Files) > 0 {
-		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, m.Logger)
+		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
 	}
 	m.done = make(chan error, 1)
@@ -311,32 +311,9 @@ func (m *Main) replay(ctx context.Context) error {
 		m.done <- err
 	}()
 	stopProgress := m.progress(reader, start)
-	// read holds the offset each identity was read to in this replay, so
-	// that a file named twice (or with its .gz) is read once.
-	read := make(map[string]int64)
-	var readErr error
-	for _, path := range m.Files {
-		id, err := tailer.ID(path)
-		if errors.Is(err, tailer.ErrNoFingerprint) {
-			continue // empty: nothing to read
-		}
-		var off int64
-		var ok bool
-		if err == nil {
-			off, ok, err = m.store.Position(id)
-		}
-		if done, seen := read[id]; seen && (!ok || done > off) {
-			off = done
-		}
-		if err == nil {
-			read[id], err = reader.Read(readCtx, path, id, off, chunks)
-		}
-		if err != nil {
-			if readCtx.Err() == nil || ctx.Err() != nil {
-				readErr = err // not merely stopped by a pipeline error
-			}
-			break
-		}
+	readErr := reader.Replay(readCtx, m.Files, m.store.Position, chunks)
+	if readCtx.Err() != nil && ctx.Err() == nil {
+		readErr = nil // merely stopped by a pipeline error
 	}
 	close(chunks)
 	err := errors.Join(readErr, <-m.done)
