@@ -56,7 +56,7 @@ func TestImportLayers(t *testing.T) {
 		{"parser", []string{module + "/", "go.etcd.io/bbolt"}},
 		{"classify", []string{module + "/window", module + "/storage", module + "/ingest", module + "/api", module + "/tailer", "go.etcd.io/bbolt"}},
 		{"window", []string{module + "/parser", module + "/classify", module + "/storage", module + "/tailer", "github.com/satyrius/gonx", "go.etcd.io/bbolt"}},
-		{"tailer", []string{module + "/"}},
+		{"tailer", []string{module + "/parser", module + "/classify", module + "/window", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"storage", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/ingest", module + "/api", "github.com/satyrius/gonx"}},
 		{"ingest", []string{module + "/api", module + "/storage", "go.etcd.io/bbolt"}},
 		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},
