@@ -135,7 +135,7 @@ func (m *Main) ParseFlags(args []string) error {
 		return err
 	}
 	if m.Command == "run" {
-		if err := checkFollowed(m.Files); err != nil {
+		if err := tailer.CheckFollowed(m.Files); err != nil {
 			return err
 		}
 	}
@@ -165,10 +165,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	if m.Command == "replay" {
-		for _, f := range m.Files {
-			if _, err := os.Stat(f); err != nil {
-				return err
-			}
+		if err := tailer.CheckReplayed(m.Files); err != nil {
+			return err
 		}
 	}
 	if err := m.open(); err != nil {

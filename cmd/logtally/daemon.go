@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -93,40 +91,6 @@ func (c LogConfig) Logger(w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", c.Format)
-}
-
-// checkFollowed reports a path that run could never read: an unreadable
-// file, a directory, a bad glob, or a missing directory. A file that does
-// not exist yet in an existing directory is fine; it is picked up once it
-// appears.
-func checkFollowed(paths []string) error {
-	var errs []error
-	for _, p := range paths {
-		if strings.ContainsAny(p, `*?[\`) {
-			if _, err := filepath.Glob(p); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			} else if _, err := os.Stat(filepath.Dir(p)); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			}
-			continue
-		}
-		f, err := os.Open(p)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			if _, err := os.Stat(filepath.Dir(p)); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			}
-		case err != nil:
-			errs = append(errs, err)
-		default:
-			fi, err := f.Stat()
-			f.Close()
-			if err == nil && fi.IsDir() {
-				errs = append(errs, fmt.Errorf("%s is a directory", p))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Rescan matches the followed paths and globs again, as SIGHUP asks.
