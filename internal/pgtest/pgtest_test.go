@@ -88,3 +88,42 @@ func TestCreateDatabase(t *testing.T) {
 		t.Errorf("database %q, fsync %q; want other, on (settings passed to Start win over the defaults)", name, fsync)
 	}
 }
+
+// TestProxyLosesCommitReply checks the proxy's one trick: the client's
+// COMMIT fails, yet the transaction is committed.
+func TestProxyLosesCommitReply(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := Start(t)
+	direct := connect(t, ctx, s.URL())
+	if _, err := direct.Exec(ctx, "CREATE TABLE t (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	p := s.Proxy(t)
+	conn := connect(t, ctx, p.URL())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	p.LoseCommitReplies(1)
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("commit through the proxy succeeded; want its reply lost")
+	}
+	// The server finishes the commit although the client never hears of it.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Lost() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var n int
+	if err := direct.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 1 {
+		t.Errorf("rows after the lost reply: %d, %v; want 1", n, err)
+	}
+	// Later connections through the proxy work as usual.
+	again := connect(t, ctx, p.URL())
+	if _, err := again.Exec(ctx, "INSERT INTO t VALUES (2)"); err != nil {
+		t.Errorf("after the lost reply: %v", err)
+	}
+}
