@@ -1,0 +1,167 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/internal/pgtest"
+)
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// open opens a store on url for node, with its clock at now.
+func open(t testing.TB, url, node string, now time.Time) *Store {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.URL, cfg.Node = url, node
+	s, err := Open(testContext(t), cfg, discard())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	s.Now = func() time.Time { return now }
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestConfigFlags(t *testing.T) {
+	fs := flag.NewFlagSet("logtally", flag.ContinueOnError)
+	var c Config
+	c.RegisterFlags(fs)
+	if c.Enabled() {
+		t.Error("fleet mode on by default")
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate with fleet mode off: %v", err)
+	}
+	if err := fs.Parse([]string{"--fleet", "postgres://u:secret@db/logtally", "--node", "web-1", "--fleet-refresh", "2s",
+		"--fleet-max-outbox", "10"}); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.URL, want.Node, want.Refresh, want.MaxOutbox = "postgres://u:secret@db/logtally", "web-1", 2*time.Second, 10
+	if c != want {
+		t.Errorf("config = %+v\nwant %+v", c, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	bad := c
+	bad.URL, bad.Node, bad.Refresh, bad.Window, bad.VisitorSpan, bad.TZ = "postgres://u:secret@db:notaport/x", "", 0, 1500*time.Millisecond, time.Minute, "Mars/Olympus"
+	err := bad.Validate()
+	for _, want := range []string{"fleet URL", "node", "refresh", "window", "visitor span", "zone"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want it to mention %s", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "secret") {
+		t.Errorf("Validate leaks the password: %v", err)
+	}
+}
+
+// TestOpenCreatesSchemaOnce opens the same database from several nodes at
+// once and again: the schema is created once, the salt is the same for
+// everyone, and the version is recorded.
+func TestOpenCreatesSchemaOnce(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := testContext(t)
+	const n = 4
+	stores := make([]*Store, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cfg := DefaultConfig()
+			cfg.URL, cfg.Node = srv.URL(), "node"
+			stores[i], errs[i] = Open(ctx, cfg, discard())
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	again := open(t, srv.URL(), "late", time.Now())
+	for i, s := range append(stores, again) {
+		if s.Salt() != stores[0].Salt() {
+			t.Errorf("store %d: salt %x, want %x", i, s.Salt(), stores[0].Salt())
+		}
+	}
+	if stores[0].Salt() == 0 {
+		t.Error("salt is zero")
+	}
+	var versions []int32
+	rows, err := again.pool.Query(ctx, "SELECT version FROM logtally.schema_version ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var v int32
+		rows.Scan(&v)
+		versions = append(versions, v)
+	}
+	if rows.Err() != nil || len(versions) != SchemaVersion || versions[len(versions)-1] != int32(SchemaVersion) {
+		t.Errorf("schema versions %v (%v), want 1..%d once each", versions, rows.Err(), SchemaVersion)
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	srv := pgtest.Start(t)
+	s := open(t, srv.URL(), "a", time.Now())
+	ctx := testContext(t)
+	if _, err := s.pool.Exec(ctx, "INSERT INTO logtally.schema_version (version) VALUES ($1)", SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.URL, cfg.Node = srv.URL(), "b"
+	if _, err := Open(ctx, cfg, discard()); !errors.Is(err, ErrSchema) {
+		t.Errorf("Open = %v, want ErrSchema", err)
+	}
+}
+
+func TestOpenKeepsFleetZone(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := testContext(t)
+	cfg := DefaultConfig()
+	cfg.URL, cfg.Node, cfg.TZ = srv.URL(), "a", "Europe/Paris"
+	first, err := Open(ctx, cfg, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	cfg.Node, cfg.TZ = "b", "Asia/Tokyo"
+	second, err := Open(ctx, cfg, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if got := second.Location().String(); got != "Europe/Paris" {
+		t.Errorf("second node's zone %s, want the fleet's, Europe/Paris", got)
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.URL, cfg.Node = "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2", "a"
+	_, err := Open(testContext(t), cfg, discard())
+	if err == nil {
+		t.Fatal("Open succeeded without a server")
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error leaks the password: %v", err)
+	}
+}

@@ -1,0 +1,136 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+)
+
+// pruneLock is the advisory lock a pruning node holds, so that the fleet's
+// nodes do not all prune at once: one prunes, the others skip.
+const pruneLock = schemaLock + 1
+
+// pruneMargin is how much longer Prune keeps visitor sets than Apply uses
+// them: Apply stops adding to a bucket's set by its own node's clock, and
+// Prune deletes it by another's, so clocks an hour apart still agree.
+const pruneMargin = time.Hour
+
+// pruneChunk is the most rows one statement of Prune deletes, so that no
+// transaction of it holds many locks or runs long.
+const pruneChunk = 10_000
+
+// Prune deletes what the retention settings no longer keep, as of now:
+// live-window seconds older than the window and the skew allowed, visitor
+// sets older than the visitor span (plus a margin), minutes, hours and days
+// past their retention, and per-day page views past the hours' retention,
+// whose counts it first adds to the all-time per-path totals. It returns
+// the rows deleted per table, and logs them.
+//
+// Only one node prunes at a time: if another holds the prune lock, Prune
+// does nothing and returns no counts.
+func (s *Store) Prune(ctx context.Context, now time.Time) (map[string]int64, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: prune: %w", err)
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(pruneLock)).Scan(&locked); err != nil {
+		return nil, fmt.Errorf("fleet: prune: %w", err)
+	}
+	if !locked {
+		s.log.Debug("fleet: prune: another node is pruning")
+		return nil, nil
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(pruneLock))
+
+	live := now.Add(-s.cfg.Window - s.cfg.MaxSkew)
+	sets := now.Add(-s.cfg.VisitorSpan - pruneMargin)
+	steps := []struct {
+		table, cond string
+		arg         any
+	}{
+		{"seconds", "second <= $1", live},
+		{"second_paths", "second <= $1", live},
+		{"window_minute_paths", "minute <= $1", live.Add(-time.Minute)},
+		{"visitors", "last_seen <= $1", live},
+		{"minute_visitors", "minute < $1", sets.Add(-time.Minute)},
+		{"hour_visitors", "hour < $1", sets.Add(-time.Hour)},
+		{"day_visitors", "day < $1", dateOf(sets, s.loc)}, // days that ended by then
+		{"minutes", "minute < $1", now.Add(-s.cfg.MinuteRetention)},
+		{"hours", "hour < $1", now.Add(-s.cfg.HourRetention)},
+	}
+	if s.cfg.DayRetention > 0 {
+		steps = append(steps, struct {
+			table, cond string
+			arg         any
+		}{"days", "day < $1", dateOf(now.Add(-s.cfg.DayRetention), s.loc)})
+	}
+	out := map[string]int64{}
+	for _, st := range steps {
+		sql := fmt.Sprintf(`DELETE FROM logtally.%[1]s WHERE ctid = ANY(ARRAY(
+			SELECT ctid FROM logtally.%[1]s WHERE %[2]s LIMIT %[3]d))`, st.table, st.cond, pruneChunk)
+		for {
+			tag, err := conn.Exec(ctx, sql, st.arg)
+			if err != nil {
+				return out, fmt.Errorf("fleet: prune %s: %w", st.table, err)
+			}
+			out[st.table] += tag.RowsAffected()
+			if tag.RowsAffected() < pruneChunk {
+				break
+			}
+		}
+	}
+	// Per-day page views past retention move into the all-time totals: the
+	// rows a statement deletes are the rows it adds, so a path's total never
+	// changes on the way.
+	for {
+		var n int64
+		err := conn.QueryRow(ctx, fmt.Sprintf(`WITH gone AS (
+				DELETE FROM logtally.day_paths WHERE ctid = ANY(ARRAY(
+					SELECT ctid FROM logtally.day_paths WHERE day < $1 LIMIT %d))
+				RETURNING site, path, pageviews),
+			folded AS (
+				INSERT INTO logtally.paths AS t (site, path, pageviews)
+				SELECT site, path, sum(pageviews) FROM gone GROUP BY site, path ORDER BY site, path
+				ON CONFLICT (site, path) DO UPDATE SET pageviews = t.pageviews + EXCLUDED.pageviews)
+			SELECT count(*) FROM gone`, pruneChunk),
+			dateOf(now.Add(-s.cfg.HourRetention), s.loc)).Scan(&n)
+		if err != nil {
+			return out, fmt.Errorf("fleet: prune day_paths: %w", err)
+		}
+		out["day_paths"] += n
+		if n < pruneChunk {
+			break
+		}
+	}
+	var attrs []any
+	for _, table := range slices.Sorted(maps.Keys(out)) {
+		if n := out[table]; n > 0 {
+			attrs = append(attrs, table, n)
+		}
+	}
+	if len(attrs) > 0 {
+		s.log.Info("fleet: pruned", attrs...)
+	}
+	return out, nil
+}
+
+// RunPruner prunes every interval until ctx is done.
+func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Prune(ctx, s.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("fleet: prune", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

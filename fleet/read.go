@@ -1,0 +1,265 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/logtally/logtally"
+)
+
+// readOnly runs fn in a read-only transaction that sees one snapshot of the
+// database, so that the parts of one answer agree with each other.
+func (s *Store) readOnly(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// Window returns the fleet's live window of site that ends with the second
+// of end and is length long: the seconds in (end-length, end]. It is exact
+// to the second: requests and page views are summed over those seconds,
+// and the visitors are the distinct visitors whose latest page view, on any
+// node, is in them. A visitor whose latest page view is after end counts in
+// the windows that hold that one, so a window that ends in the past can
+// miss visitors seen again since; the live window, which ends now, cannot.
+// Pages are the window's most viewed paths, at most logtally.MaxPages.
+func (s *Store) Window(ctx context.Context, site string, end time.Time, length time.Duration) (logtally.Snapshot, error) {
+	n := int64(length / time.Second)
+	if n < 1 {
+		return logtally.Snapshot{}, fmt.Errorf("fleet: window of %s: must be at least 1s", length)
+	}
+	last := end.Unix()
+	after, upTo := time.Unix(last-n, 0).UTC(), time.Unix(last, 0).UTC()
+	snap := logtally.Snapshot{From: time.Unix(last-n+1, 0).UTC(), To: time.Unix(last+1, 0).UTC(), Length: time.Duration(n) * time.Second}
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		q := &pgx.Batch{}
+		q.Queue(`SELECT coalesce(sum(requests), 0)::int8, coalesce(sum(pageviews), 0)::int8, coalesce(sum(rejected), 0)::int8
+			FROM logtally.seconds WHERE site = $1 AND second > $2 AND second <= $3`, site, after, upTo).
+			QueryRow(func(r pgx.Row) error { return r.Scan(&snap.Requests, &snap.PageViews, &snap.Rejected) })
+		q.Queue(`SELECT count(*) FROM logtally.visitors WHERE site = $1 AND last_seen > $2 AND last_seen <= $3`,
+			site, after, upTo).
+			QueryRow(func(r pgx.Row) error { return r.Scan(&snap.Visitors) })
+		// Whole minutes from window_minute_paths, the seconds of the
+		// minutes at either end from second_paths.
+		firstMinute := logtally.FloorDiv(last-n+60, 60) // the first minute that starts inside
+		endMinute := logtally.FloorDiv(last+1, 60)      // the first minute that ends outside
+		headEnd, tailStart := time.Unix(firstMinute*60, 0).UTC(), time.Unix(endMinute*60, 0).UTC()
+		if firstMinute >= endMinute { // no whole minute: seconds only
+			headEnd, tailStart = upTo.Add(time.Second), upTo.Add(time.Second)
+		}
+		q.Queue(`SELECT path, sum(n)::int8 AS n FROM (
+				SELECT path, pageviews AS n FROM logtally.window_minute_paths
+				WHERE site = $1 AND minute >= $2 AND minute < $3
+				UNION ALL
+				SELECT path, pageviews FROM logtally.second_paths
+				WHERE site = $1 AND (second > $4 AND second < $2 OR second >= $3 AND second <= $5)
+			) AS p GROUP BY path ORDER BY n DESC, path LIMIT $6`,
+			site, headEnd, tailStart, after, upTo, logtally.MaxPages).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var p logtally.PageCount
+					if err := rows.Scan(&p.Path, &p.PageViews); err != nil {
+						return err
+					}
+					snap.Pages = append(snap.Pages, p)
+				}
+				return rows.Err()
+			})
+		return tx.SendBatch(ctx, q).Close()
+	})
+	if err != nil {
+		return logtally.Snapshot{}, fmt.Errorf("fleet: window: %w", err)
+	}
+	return snap, nil
+}
+
+// Series returns the fleet's history of site from the step that holds from
+// to the step that holds to, one point per step, as storage.Store.Series
+// does for one node. Steps under an hour are summed from minutes, 1h comes
+// from hours (UTC), 1d from days in the fleet's zone.
+//
+// Visitors are exact for 1m, 1h and 1d steps: each minute, hour and day
+// keeps its distinct visitors' count. A 5m or 15m point is counted
+// distinct over its minutes' visitor sets while they are kept (the visitor
+// span); an older one is the most visitors of any of its minutes, a lower
+// bound, and the series says Approximate.
+func (s *Store) Series(ctx context.Context, site string, from, to time.Time, step time.Duration) (logtally.Series, error) {
+	out := logtally.Series{Step: step}
+	if to.Before(from) {
+		return out, nil
+	}
+	var starts []time.Time
+	switch {
+	case step == 24*time.Hour:
+		y, m, d := from.In(s.loc).Date()
+		for t := time.Date(y, m, d, 0, 0, 0, 0, s.loc); !t.After(to); t = t.AddDate(0, 0, 1) {
+			if len(starts) == logtally.MaxPoints {
+				return out, logtally.ErrTooManyPoints
+			}
+			starts = append(starts, t)
+		}
+	case step > 0 && step <= time.Hour && time.Hour%step == 0 && step%time.Minute == 0:
+		first := from.Truncate(step)
+		if n := to.Sub(first)/step + 1; n > logtally.MaxPoints {
+			return out, logtally.ErrTooManyPoints
+		}
+		for t := first; !t.After(to); t = t.Add(step) {
+			starts = append(starts, t)
+		}
+	default:
+		return out, fmt.Errorf("step %s: %w", step, logtally.ErrTooManyPoints)
+	}
+	out.Points = make([]logtally.Point, len(starts))
+	for i, t := range starts {
+		out.Points[i].Time = t.UTC()
+	}
+	index := func(t time.Time) int {
+		lo, hi := 0, len(starts)
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if starts[mid].After(t) {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return lo - 1
+	}
+
+	table, key, lo, hi := "minutes", "minute", any(starts[0]), any(to)
+	switch step {
+	case time.Hour:
+		table, key = "hours", "hour"
+	case 24 * time.Hour:
+		table, key = "days", "day"
+		lo, hi = dateOf(starts[0], s.loc), dateOf(to, s.loc)
+	}
+	// exactFrom is the first point whose minutes' visitor sets are all
+	// still kept, for steps counted distinct over them.
+	distinct := step > time.Minute && step < time.Hour
+	exactFrom := len(starts)
+	if distinct {
+		sealed := s.Now().Add(-s.cfg.VisitorSpan)
+		exactFrom = index(sealed) + 1
+		exactFrom = max(exactFrom, 0)
+	}
+	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		q := &pgx.Batch{}
+		q.Queue(fmt.Sprintf(`SELECT %[2]s, sum(requests)::int8, sum(pageviews)::int8, sum(visitors)::int8, bool_or(approximate)
+			FROM logtally.%[1]s WHERE site = $1 AND %[2]s >= $2 AND %[2]s <= $3 GROUP BY %[2]s`, table, key),
+			site, lo, hi).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var t time.Time
+					var p logtally.Point
+					var approximate bool
+					if err := rows.Scan(&t, &p.Requests, &p.PageViews, &p.Visitors, &approximate); err != nil {
+						return err
+					}
+					if step == 24*time.Hour {
+						t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, s.loc)
+					}
+					i := index(t)
+					if i < 0 {
+						continue
+					}
+					pt := &out.Points[i]
+					pt.Requests += p.Requests
+					pt.PageViews += p.PageViews
+					switch {
+					case !distinct:
+						pt.Visitors += p.Visitors
+						out.Approximate = out.Approximate || approximate
+					case i < exactFrom:
+						pt.Visitors = max(pt.Visitors, p.Visitors)
+						out.Approximate = true
+					}
+				}
+				return rows.Err()
+			})
+		if distinct && exactFrom < len(starts) {
+			q.Queue(`SELECT floor(extract(epoch FROM minute) / $4::int8)::int8 * $4::int8, count(DISTINCT visitor)
+				FROM logtally.minute_visitors WHERE site = $1 AND minute >= $2 AND minute <= $3 GROUP BY 1`,
+				site, starts[exactFrom], to, int64(step/time.Second)).
+				Query(func(rows pgx.Rows) error {
+					for rows.Next() {
+						var sec, n int64
+						if err := rows.Scan(&sec, &n); err != nil {
+							return err
+						}
+						if i := index(time.Unix(sec, 0)); i >= 0 {
+							out.Points[i].Visitors = n
+						}
+					}
+					return rows.Err()
+				})
+		}
+		return tx.SendBatch(ctx, q).Close()
+	})
+	if err != nil {
+		return logtally.Series{Step: step}, fmt.Errorf("fleet: series: %w", err)
+	}
+	return out, nil
+}
+
+// dateOf returns the calendar day of t in loc, as a date for PostgreSQL.
+func dateOf(t time.Time, loc *time.Location) time.Time {
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// PathCounts returns the fleet's page views of each path on the day that
+// holds day (in the fleet's zone) and in all.
+func (s *Store) PathCounts(ctx context.Context, site string, paths []string, day time.Time) ([]logtally.PathCount, error) {
+	out := make([]logtally.PathCount, 0, len(paths))
+	rows, err := s.pool.Query(ctx, `SELECT p.path,
+			coalesce((SELECT d.pageviews FROM logtally.day_paths d WHERE d.site = $1 AND d.day = $3 AND d.path = p.path), 0),
+			coalesce((SELECT sum(d.pageviews)::int8 FROM logtally.day_paths d WHERE d.site = $1 AND d.path = p.path), 0)
+			+ coalesce((SELECT a.pageviews FROM logtally.paths a WHERE a.site = $1 AND a.path = p.path), 0)
+		FROM unnest($2::text[]) WITH ORDINALITY AS p(path, i) ORDER BY p.i`,
+		site, paths, dateOf(day, s.loc))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: path counts: %w", err)
+	}
+	for rows.Next() {
+		var c logtally.PathCount
+		if err := rows.Scan(&c.Path, &c.Day, &c.Total); err != nil {
+			return nil, fmt.Errorf("fleet: path counts: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("fleet: path counts: %w", err)
+	}
+	return out, nil
+}
+
+// History answers history queries for one site with a time limit, in the
+// shape of the API's History interface (Series and PathCounts without a
+// context).
+type History struct {
+	Store   *Store
+	Site    string
+	Timeout time.Duration // each query's limit; none if zero
+}
+
+func (h History) ctx() (context.Context, context.CancelFunc) {
+	if h.Timeout <= 0 {
+		return context.WithCancel(context.Background())
+	}
+	return context.WithTimeout(context.Background(), h.Timeout)
+}
+
+// Series is Store.Series for h.Site.
+func (h History) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
+	ctx, cancel := h.ctx()
+	defer cancel()
+	return h.Store.Series(ctx, h.Site, from, to, step)
+}
+
+// PathCounts is Store.PathCounts for h.Site.
+func (h History) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
+	ctx, cancel := h.ctx()
+	defer cancel()
+	return h.Store.PathCounts(ctx, h.Site, paths, day)
+}
