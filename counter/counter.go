@@ -151,7 +151,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var((*fileFlag)(c), "counters",
 		"read counter declarations from `FILE`, one per line (and 'ratio NAME=NUM/DEN' lines); # starts a comment; repeatable")
 	fs.Var((*ratioFlag)(&c.Ratios), "ratio",
-		"rank the keys of two counters by `NAME=NUMERATOR/DENOMINATOR`, e.g. 'ctr=click/show'; repeatable")
+		"declare a ratio `NAME=NUMERATOR/DENOMINATOR` of two counters, key by key, e.g. 'ctr=click/show'; repeatable")
 	fs.IntVar(&c.MaxKeys, "max-counter-keys", c.MaxKeys,
 		"most keys counted per counter; past it the least counted keys are folded (top keys stay right)")
 }
