@@ -2,6 +2,7 @@ package counter
 
 import (
 	"bytes"
+	"math"
 	"regexp"
 	"slices"
 )
@@ -152,15 +153,18 @@ func (m *Matcher) Index(name string) int {
 // Match appends to dst a Match for each counter that a request counts, in
 // the order the counters were declared, and returns the extended slice.
 // path is the request's path without its query; a path that does not start
-// with "/" matches nothing. To allocate nothing, pass the same slice, cut
+// with "/", or is longer than 2 GiB, matches nothing. To allocate nothing, pass the same slice, cut
 // to dst[:0], for every line: a key joined from separate captures is built
 // in storage that the slice's Matches keep. Keys are valid until path
 // changes or dst is reused.
 func (m *Matcher) Match(method, path []byte, status int, dst []Match) []Match {
-	if m.root == nil || len(path) == 0 || path[0] != '/' {
+	if m.root == nil || len(path) == 0 || path[0] != '/' || len(path) > math.MaxInt32 {
 		return dst
 	}
-	w := walker{method: method, path: path, status: status, dst: dst}
+	// Set field by field: a composite literal is built in a temporary
+	// and copied, which costs more than the walk for a short path.
+	var w walker
+	w.method, w.path, w.status, w.dst = method, path, status, dst
 	w.walk(m.root, 1)
 	// The trie gives matches in the order of its branches; sort the few
 	// there are by counter.
@@ -180,7 +184,7 @@ type walker struct {
 	status       int
 	dst          []Match
 	ncap         int
-	caps         [MaxCaptures][2]int // path[caps[i][0]:caps[i][1]] is a capture
+	caps         [MaxCaptures][2]int32 // path[caps[i][0]:caps[i][1]] is a capture
 }
 
 // walk visits n, which the segments of the path before index i led to.
@@ -217,7 +221,7 @@ func (w *walker) walk(n *node, i int) {
 			w.walk(h.next, j+1)
 			continue
 		}
-		w.caps[w.ncap] = [2]int{i + len(h.prefix), j - len(h.suffix)}
+		w.caps[w.ncap] = [2]int32{int32(i + len(h.prefix)), int32(j - len(h.suffix))}
 		w.ncap++
 		w.walk(h.next, j+1)
 		w.ncap--
