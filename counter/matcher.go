@@ -153,10 +153,13 @@ func (m *Matcher) Index(name string) int {
 // Match appends to dst a Match for each counter that a request counts, in
 // the order the counters were declared, and returns the extended slice.
 // path is the request's path without its query; a path that does not start
-// with "/", or is longer than 2 GiB, matches nothing. To allocate nothing, pass the same slice, cut
-// to dst[:0], for every line: a key joined from separate captures is built
-// in storage that the slice's Matches keep. Keys are valid until path
-// changes or dst is reused.
+// with "/", or is longer than 2 GiB, matches nothing. status 0 (a log
+// format without a status) matches only counters without a status filter.
+//
+// To allocate nothing, pass the same slice, cut to dst[:0], for every
+// line: a key joined from separate captures is built in storage that the
+// slice's Matches keep. Keys are valid until path changes or dst is
+// reused.
 func (m *Matcher) Match(method, path []byte, status int, dst []Match) []Match {
 	if m.root == nil || len(path) == 0 || path[0] != '/' || len(path) > math.MaxInt32 {
 		return dst
