@@ -59,6 +59,7 @@ func TestImportLayers(t *testing.T) {
 		{"tailer", []string{module + "/parser", module + "/classify", module + "/window", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"storage", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/ingest", module + "/api", "github.com/satyrius/gonx"}},
 		{"ingest", []string{module + "/api", module + "/storage", "go.etcd.io/bbolt"}},
+		{"counter", []string{module + "/"}},
 		{"fleet", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},
 		{"api", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},
