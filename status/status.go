@@ -36,6 +36,8 @@ type Deps struct {
 	// Following returns why following files stopped, or nil while it goes
 	// on; nil when none are followed.
 	Following func() error
+	// Now is the clock the uptime is measured on; time.Now if nil.
+	Now func() time.Time
 }
 
 // Report gathers the daemon's state for its operators.
@@ -49,6 +51,9 @@ type Report struct {
 // Go runtime's and the process's metrics, the pipeline's, and the lag of
 // each followed file.
 func New(cfg Config, deps Deps) *Report {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
 	r := &Report{cfg: cfg, deps: deps, registry: prometheus.NewRegistry()}
 	r.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -80,7 +85,7 @@ func (r *Report) Ready() error {
 func (r *Report) Status() api.Status {
 	p := r.deps.Pipeline
 	st := api.Status{
-		Version: r.cfg.Version, Started: r.cfg.Started.UTC(), UptimeSeconds: time.Since(r.cfg.Started).Seconds(),
+		Version: r.cfg.Version, Started: r.cfg.Started.UTC(), UptimeSeconds: r.deps.Now().Sub(r.cfg.Started).Seconds(),
 		Lines: api.LineStatus{Read: p.Lines(), Parsed: p.Parsed(), Rejected: p.Rejected(),
 			ByReason: p.RejectedBy(), BytesRead: p.BytesRead()},
 		Store: api.StoreStatus{Path: r.cfg.DB, State: "ok", Commits: p.Commits(), LastCommit: p.LastCommit().UTC()},

@@ -34,6 +34,7 @@ Usage:
                                     database holds
   logtally replay [flags] FILE...   read FILEs (plain or .gz) to their end,
                                     commit, print a summary and exit
+  logtally version                  print the version, commit and Go version
 
 Run 'logtally run -h' or 'logtally replay -h' for the flags.
 `
@@ -99,6 +100,13 @@ func (m *Main) ParseFlags(args []string) error {
 		return flag.ErrHelp
 	}
 	m.Command = args[0]
+	if m.Command == "version" || m.Command == "--version" || m.Command == "-version" {
+		m.Command = "version"
+		if len(args) > 1 {
+			return fmt.Errorf("version takes no arguments, got %q", args[1:])
+		}
+		return nil
+	}
 	if m.Command != "run" && m.Command != "replay" {
 		fmt.Fprint(m.Stderr, usage)
 		return fmt.Errorf("unknown command %q", m.Command)
@@ -158,7 +166,11 @@ func (m *Main) ParseFlags(args []string) error {
 // the files are being followed; Close stops them. For replay, it returns
 // when every file has been read and committed.
 func (m *Main) Run(ctx context.Context) (err error) {
-	m.started = time.Now()
+	if m.Command == "version" {
+		_, err := io.WriteString(m.Stdout, versionLine())
+		return err
+	}
+	m.started = m.Now()
 	if m.Logger == nil {
 		if m.Logger, err = m.Log.Logger(m.Stderr); err != nil {
 			return err
@@ -212,7 +224,7 @@ func (m *Main) run(ctx context.Context) error {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
-	deps := status.Deps{Pipeline: m.pipeline}
+	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now}
 	if len(m.Files) > 0 {
 		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
