@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,9 @@ type Main struct {
 	// see where memory and CPU go on a production box.
 	DebugListen string
 	Files       []string
+	// RequireFiles makes a followed path or glob that matches no file a
+	// readiness failure, rather than only a warning and a status.
+	RequireFiles bool
 
 	Parser parser.Config
 	Window window.Config
@@ -108,37 +112,33 @@ func (m *Main) ParseFlags(args []string) error {
 		return nil
 	}
 	if m.Command != "run" && m.Command != "replay" {
-		fmt.Fprint(m.Stderr, usage)
-		return fmt.Errorf("unknown command %q", m.Command)
+		err := fmt.Errorf("unknown command %q: the commands are run, replay and version", m.Command)
+		if strings.HasPrefix(m.Command, "-") {
+			err = fmt.Errorf("flag %s before the command: write it after run or replay", m.Command)
+		}
+		m.Command = ""
+		return m.usageError(err)
 	}
-	fs := flag.NewFlagSet("logtally "+m.Command, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	m.Store.RegisterFlags(fs)
-	m.Parser.RegisterFlags(fs)
-	m.Window.RegisterFlags(fs)
-	m.Rules.RegisterFlags(fs)
-	m.Ingest.RegisterFlags(fs)
-	m.Log.RegisterFlags(fs)
-	synopsis := "logtally replay [flags] FILE..."
-	if m.Command == "run" {
-		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
-		fs.StringVar(&m.DebugListen, "debug-listen", "",
-			"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
-		m.API.RegisterFlags(fs)
-		synopsis = "logtally run [flags] [FILE...]"
-	}
-	m.Tailer.RegisterFlags(fs, m.Command == "run")
-	fs.Usage = usageFunc(fs, m.Stderr, synopsis)
+	fs := m.flagSet(m.Command)
 	if m.Getenv == nil {
 		m.Getenv = os.LookupEnv
 	}
 	if err := applyEnv(fs, m.Getenv); err != nil {
-		return err
+		return m.usageError(err)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+		usageFunc(fs, m.Stderr, synopsis[m.Command])()
 		return err
+	} else if err != nil {
+		return m.usageError(flagError(fs, NewMain().flagSet(otherCommand[m.Command]), err))
 	}
 	m.Files = fs.Args()
+	return m.usageError(m.check())
+}
+
+// check reports flag values and files that cannot work, before anything
+// starts.
+func (m *Main) check() error {
 	if _, err := m.Log.Logger(io.Discard); err != nil {
 		return err
 	}
@@ -149,17 +149,66 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Command == "replay" {
 		if len(m.Files) == 0 {
-			return errors.New("replay: no FILE given")
+			return errors.New("no FILE given: name the logs to read, such as /var/log/nginx/access.log.1")
 		}
 		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
 	}
 	m.Ingest.PersistWindow = m.Command == "run" // replay serves no window
 	m.Ingest.MaxLine = m.Tailer.MaxLine
 	if _, err := m.Parser.Compile(); err != nil {
+		if m.Parser.NginxConf != "" {
+			return fmt.Errorf("--nginx-conf: %w", err)
+		}
 		return fmt.Errorf("--format: %w", err)
 	}
 	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
 		m.API.Validate(), m.Store.Validate())
+}
+
+// synopsis is each command's usage line.
+var synopsis = map[string]string{
+	"run":    "logtally run [flags] [FILE...]",
+	"replay": "logtally replay [flags] FILE...",
+}
+
+// otherCommand names, for a flag a command does not have, the command that
+// has it.
+var otherCommand = map[string]string{"run": "replay", "replay": "run"}
+
+// flagSet registers the flags of command, and only those, on a new flag
+// set bound to m's configuration. The flag package prints nothing: help and
+// errors are written by ParseFlags.
+func (m *Main) flagSet(command string) *flag.FlagSet {
+	fs := flag.NewFlagSet("logtally "+command, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	run := command == "run"
+	m.Store.RegisterFlags(fs)
+	m.Parser.RegisterFlags(fs)
+	m.Rules.RegisterFlags(fs)
+	m.Ingest.RegisterFlags(fs, run)
+	m.Log.RegisterFlags(fs)
+	m.Tailer.RegisterFlags(fs, run)
+	if run {
+		// Replay has no live window: it reads archives to their end and
+		// serves nothing, so the window's and the server's flags are run's.
+		m.Window.RegisterFlags(fs)
+		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
+		fs.StringVar(&m.DebugListen, "debug-listen", "",
+			"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
+		fs.BoolVar(&m.RequireFiles, "require-files", false,
+			"make /readyz fail while a followed path or glob matches no file (they are reported either way)")
+		m.API.RegisterFlags(fs)
+	}
+	return fs
+}
+
+// usageError marks err, when there is one, as a mistake on the command line.
+func (m *Main) usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &UsageError{Command: m.Command, Err: err}
 }
 
 // Run starts the command. For run, it returns once the API is listening and

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -22,8 +23,21 @@ func runMain(args []string) int {
 	defer stop()
 
 	m := NewMain()
+	var usageErr *UsageError
 	if err := m.ParseFlags(args); errors.Is(err, flag.ErrHelp) {
 		return 0
+	} else if errors.As(err, &usageErr) {
+		// One line per mistake, and where the help is: not the whole help,
+		// which would bury the line that matters.
+		prefix := "logtally"
+		if usageErr.Command != "" {
+			prefix += " " + usageErr.Command
+		}
+		for _, line := range strings.Split(usageErr.Error(), "\n") {
+			fmt.Fprintf(os.Stderr, "%s: %s\n", prefix, line)
+		}
+		fmt.Fprintln(os.Stderr, usageErr.Help())
+		return 2
 	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "logtally:", err)
 		return 2
