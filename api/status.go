@@ -48,7 +48,7 @@ type StoreStatus struct {
 	State      string    `json:"state"` // "ok" or "failing"
 	Error      string    `json:"error,omitempty"`
 	Commits    int64     `json:"commits"`
-	LastCommit time.Time `json:"last_commit"`
+	LastCommit time.Time `json:"last_commit,omitzero"` // absent before the first commit
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
