@@ -23,7 +23,10 @@ type FileStatus struct {
 	Offset      int64  `json:"offset"`
 	Size        int64  `json:"size"`
 	LagBytes    int64  `json:"lag_bytes"`
-	State       string `json:"state"`
+	// State is following, rotated, waiting (no first line yet), missing (a
+	// path or glob that matches no file) or unreadable.
+	State string `json:"state"`
+	Error string `json:"error,omitempty"` // why an unreadable file cannot be read
 }
 
 // LineStatus counts lines since the daemon started.

@@ -285,7 +285,8 @@ func (m *Main) run(ctx context.Context) error {
 		defer m.readers.Done()
 		m.store.RunPruner(ctx, time.Minute, m.Logger)
 	}()
-	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path}, deps)
+	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path,
+		RequireFiles: m.RequireFiles}, deps)
 	if err := m.serve(report); err != nil {
 		return err
 	}
@@ -312,7 +313,7 @@ func (m *Main) serve(report *status.Report) error {
 		MaxHeaderBytes:    16 << 10,
 	}
 	go m.server.Serve(ln)
-	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.Store.Path)
+	m.Logger.Info("serving", "addr", ln.Addr().String(), "paths", len(m.Files), "db", m.Store.Path)
 	return nil
 }
 
