@@ -253,7 +253,13 @@ func (m *Main) open() error {
 	if m.store, err = storage.OpenConfig(storeCfg); err != nil {
 		return err
 	}
-	classifier, err := classify.New(m.Rules, m.store.Salt())
+	rules := m.Rules
+	if !format.HasUserAgent() {
+		rules.NoUserAgent = true
+		m.Logger.Info("the log format has no user agent: crawlers cannot be told from people and count as visitors",
+			"format", format.String())
+	}
+	classifier, err := classify.New(rules, m.store.Salt())
 	if err != nil {
 		return err
 	}

@@ -82,3 +82,20 @@ func TestNoFalseLagAfterRestart(t *testing.T) {
 		t.Errorf("/metrics: lag of %s is not 0", log)
 	}
 }
+
+// TestCommonFormatCountsPageViews: `--format common` logs no user agent; its
+// lines are page views by the other rules, not all crawlers'.
+func TestCommonFormatCountsPageViews(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	appendLines(t, log,
+		`192.0.2.1 - - [`+clk.At(-time.Minute)+`] "GET /a HTTP/1.1" 200 512`,
+		`192.0.2.2 - - [`+clk.At(-time.Minute)+`] "GET /b HTTP/1.1" 200 512`,
+		`192.0.2.2 - - [`+clk.At(-time.Minute)+`] "GET /b.css HTTP/1.1" 200 512`)
+	m := start(t, clk.Now, "run", "--format", "common", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", log)
+	waitFor(t, "the lines", func() bool { return stats(t, m).Requests == 3 })
+	if s := stats(t, m); s.Pageviews != 2 || s.Visitors != 2 {
+		t.Errorf("stats = %+v, want 2 page views by 2 visitors", s)
+	}
+}
