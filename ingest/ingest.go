@@ -332,7 +332,7 @@ func (p *Pipeline) commit() error {
 	}
 	p.commitSeconds.Observe(time.Since(began).Seconds())
 	p.commits.Add(1)
-	p.lastOK.Store(time.Now().UnixNano())
+	p.lastOK.Store(p.now().UnixNano()) // on the pipeline's clock, as the status's other times
 	p.batch.Reset()
 	return nil
 }
