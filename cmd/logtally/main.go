@@ -15,14 +15,19 @@ import (
 	"syscall"
 )
 
-func main() { os.Exit(runMain(os.Args[1:])) }
+func main() { os.Exit(runMain(os.Args[1:], nil)) }
 
-// runMain is the whole program; the tests run it in a child process.
-func runMain(args []string) int {
+// runMain is the whole program; the tests run it in a child process, with
+// setup, if not nil, changing the Main before it parses its flags (the
+// README's scripts fix its clock).
+func runMain(args []string, setup func(*Main)) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	m := NewMain()
+	if setup != nil {
+		setup(m)
+	}
 	var usageErr *UsageError
 	if err := m.ParseFlags(args); errors.Is(err, flag.ErrHelp) {
 		return 0
