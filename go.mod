@@ -1,6 +1,6 @@
 module github.com/logtally/logtally
 
-go 1.26.8
+go 1.26
 
 require (
 	github.com/axiomhq/hyperloglog v0.3.0
@@ -10,6 +10,7 @@ require (
 	github.com/nxadm/tail v1.4.11
 	github.com/prometheus/client_golang v1.20.5
 	github.com/prometheus/common v0.55.0
+	github.com/rogpeppe/go-internal v1.16.0
 	github.com/satyrius/gonx v1.3.1-0.20181123214749-d96bd26e3b2c
 	go.etcd.io/bbolt v1.5.0
 )
@@ -28,8 +29,9 @@ require (
 	github.com/prometheus/procfs v0.15.1 // indirect
 	github.com/smartystreets/goconvey v1.8.1 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/tools v0.48.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )

@@ -104,12 +104,15 @@ func etagMatch(values []string, etag string) bool {
 }
 
 // cors adds the CORS headers for an allowed origin, and answers preflight
-// requests itself.
+// requests itself: 204 with the CORS headers for an allowed origin, and a
+// JSON 403 that says so for any other, rather than the 405 an OPTIONS
+// request would get from the router, which looks like a routing mistake.
 func (s *Server) cors(w http.ResponseWriter, r *http.Request) (done bool) {
 	origin := r.Header.Get("Origin")
-	if origin == "" || len(s.cfg.CORSOrigins) == 0 {
+	if origin == "" {
 		return false
 	}
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 	allowed := ""
 	for _, o := range s.cfg.CORSOrigins {
 		if o == "*" {
@@ -122,12 +125,16 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) (done bool) {
 		}
 	}
 	if allowed == "" {
+		if preflight {
+			writeError(w, http.StatusForbidden, "origin "+origin+" may not read this API (allow it with --cors-origin)")
+			return true
+		}
 		return false
 	}
 	h := w.Header()
 	h["Access-Control-Allow-Origin"] = []string{allowed}
 	h["Vary"] = varyOrigin
-	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+	if preflight {
 		h["Access-Control-Allow-Methods"] = []string{"GET, HEAD, OPTIONS"}
 		h["Access-Control-Allow-Headers"] = []string{"If-None-Match"}
 		h["Access-Control-Max-Age"] = []string{"600"}

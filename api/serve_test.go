@@ -75,7 +75,7 @@ func TestCORS(t *testing.T) {
 		{"other origin", "GET", "https://evil.example", "", 200, ""},
 		{"no origin", "GET", "", "", 200, ""},
 		{"preflight", "OPTIONS", "https://example.com", "GET", 204, "https://example.com"},
-		{"preflight from another origin", "OPTIONS", "https://evil.example", "GET", 405, ""},
+		{"preflight from another origin", "OPTIONS", "https://evil.example", "GET", 403, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

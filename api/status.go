@@ -23,7 +23,10 @@ type FileStatus struct {
 	Offset      int64  `json:"offset"`
 	Size        int64  `json:"size"`
 	LagBytes    int64  `json:"lag_bytes"`
-	State       string `json:"state"`
+	// State is following, rotated, waiting (no first line yet), missing (a
+	// path or glob that matches no file) or unreadable.
+	State string `json:"state"`
+	Error string `json:"error,omitempty"` // why an unreadable file cannot be read
 }
 
 // LineStatus counts lines since the daemon started.
@@ -48,7 +51,7 @@ type StoreStatus struct {
 	State      string    `json:"state"` // "ok" or "failing"
 	Error      string    `json:"error,omitempty"`
 	Commits    int64     `json:"commits"`
-	LastCommit time.Time `json:"last_commit"`
+	LastCommit time.Time `json:"last_commit,omitzero"` // absent before the first commit
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

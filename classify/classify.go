@@ -6,7 +6,8 @@
 // A page view is a request with one of the page-view methods (GET), a
 // status in the page-view range (200-399), a path whose last segment has no
 // static-asset extension, and a user agent that is not a crawler (unless
-// crawlers are included). A visitor is a salted hash of the client address,
+// crawlers are included, or unless the log format has no user agent to
+// tell them by: then every request is taken for a person's). A visitor is a salted hash of the client address,
 // or of the address and the user agent: the salt is the database's, so
 // that the same client is the same visitor across restarts, and addresses
 // are never stored.
@@ -48,6 +49,10 @@ type Config struct {
 	BotTokens   []string // user agent substrings of crawlers, any case
 	IncludeBots bool     // count crawlers' page views too
 	VisitorKey  string   // KeyHost or KeyHostUA
+	// NoUserAgent says that the log format has no user-agent field (as
+	// `common`): no line is then taken for a crawler's, since every line
+	// would be, for want of an agent. The program sets it from the format.
+	NoUserAgent bool
 }
 
 // DefaultConfig returns the documented defaults: GET, status 200-399, not
@@ -137,7 +142,7 @@ type Classifier struct {
 	methods     []string
 	minStatus   int
 	maxStatus   int
-	includeBots bool
+	includeBots bool // or the format logs no agent to tell crawlers by
 	hostUA      bool
 	salt        uint64
 	exts        map[string]struct{}
@@ -155,7 +160,7 @@ func New(cfg Config, salt uint64) (*Classifier, error) {
 		methods:     slices.Clone(cfg.Methods),
 		minStatus:   cfg.MinStatus,
 		maxStatus:   cfg.MaxStatus,
-		includeBots: cfg.IncludeBots,
+		includeBots: cfg.IncludeBots || cfg.NoUserAgent,
 		hostUA:      cfg.VisitorKey == KeyHostUA,
 		salt:        salt,
 		exts:        make(map[string]struct{}, len(cfg.AssetExts)),

@@ -195,3 +195,35 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// TestFormatWithoutUserAgent: with `--format common` no line has an agent;
+// taking the missing agent for a crawler's would count no page view at all.
+func TestFormatWithoutUserAgent(t *testing.T) {
+	common, err := parser.Config{Format: "common"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if common.HasUserAgent() {
+		t.Fatal("common has a user agent?")
+	}
+	var rec parser.Record
+	if err := common.Parse([]byte(`192.0.2.1 - - [21/Nov/2026:12:00:00 +0000] "GET /blog/post HTTP/1.1" 200 512`), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if mustNew(t, DefaultConfig()).Classify(&rec).PageView {
+		t.Fatal("the rule for formats with an agent should count an empty agent as a crawler")
+	}
+	cfg := DefaultConfig()
+	cfg.NoUserAgent = true
+	if h := mustNew(t, cfg).Classify(&rec); !h.PageView || h.Visitor == 0 {
+		t.Errorf("common: %+v, want a page view with a visitor", h)
+	}
+	rec.Path = []byte("/app.js") // the other rules still hold
+	if mustNew(t, cfg).Classify(&rec).PageView {
+		t.Error("common: an asset counted as a page view")
+	}
+	combined, _ := parser.Config{Format: "combined"}.Compile()
+	if !combined.HasUserAgent() {
+		t.Error("combined has no user agent?")
+	}
+}

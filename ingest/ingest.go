@@ -70,21 +70,25 @@ func DefaultConfig() Config {
 }
 
 // RegisterFlags sets c to the defaults and registers the pipeline's flags
-// on fs. PersistWindow and MaxLine are the program's to set.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+// on fs: those of every command, and with live those that matter only to a
+// pipeline that serves its window and status (the window's end, the
+// rejected-line samples). PersistWindow and MaxLine are the program's to set.
+func (c *Config) RegisterFlags(fs *flag.FlagSet, live bool) {
 	*c = DefaultConfig()
-	fs.StringVar(&c.Anchor, "window-end", c.Anchor,
-		"what the window ends at: clock (now) or log (the newest line's time, for archives)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest time between commits")
 	fs.IntVar(&c.FlushLines, "flush-lines", c.FlushLines, "most lines in one commit")
-	fs.BoolVar(&c.NoSamples, "no-samples", c.NoSamples, "do not keep the last rejected lines for /api/v1/status")
+	if live {
+		fs.StringVar(&c.Anchor, "window-end", c.Anchor,
+			"what the window ends at: clock (now) or log (the newest line's time, for archives)")
+		fs.BoolVar(&c.NoSamples, "no-samples", c.NoSamples, "do not keep the last rejected lines for /api/v1/status")
+	}
 }
 
 // Validate reports settings that cannot work.
 func (c Config) Validate() error {
 	var errs []error
 	if c.Anchor != "" && c.Anchor != AnchorClock && c.Anchor != AnchorLog {
-		errs = append(errs, fmt.Errorf("window end %q: want %s or %s", c.Anchor, AnchorClock, AnchorLog))
+		errs = append(errs, fmt.Errorf("--window-end %q: want %s or %s", c.Anchor, AnchorClock, AnchorLog))
 	}
 	if c.FlushInterval < 0 || c.PublishInterval < 0 {
 		errs = append(errs, fmt.Errorf("flush interval %s, publish interval %s: must not be negative",
@@ -328,7 +332,7 @@ func (p *Pipeline) commit() error {
 	}
 	p.commitSeconds.Observe(time.Since(began).Seconds())
 	p.commits.Add(1)
-	p.lastOK.Store(time.Now().UnixNano())
+	p.lastOK.Store(p.now().UnixNano()) // on the pipeline's clock, as the status's other times
 	p.batch.Reset()
 	return nil
 }

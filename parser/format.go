@@ -230,6 +230,10 @@ func newGonx(toks []token) (p *gonx.Parser) {
 // shown translated.
 func (f *Format) String() string { return render(f.toks) }
 
+// HasUserAgent reports whether the format logs the user agent
+// ($http_user_agent, %{User-Agent}i): `common`, for one, does not.
+func (f *Format) HasUserAgent() bool { return f.set&(1<<roleUserAgent) != 0 }
+
 // Compiled reports whether f parses with the fast scanner rather than gonx.
 func (f *Format) Compiled() bool { return f.fields != nil }
 

@@ -264,7 +264,17 @@ func nginxLogFormat(conf []byte, name string) (format, escape string, err error)
 		}
 		return "", "", fmt.Errorf("log_format %s: no ';': %w", name, ErrBadSpec)
 	}
-	return "", "", fmt.Errorf("log_format %q %w", name, errNoLogFormat)
+	var names []string
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == "log_format" && (i == 0 || words[i-1] == ";" || words[i-1] == "{" || words[i-1] == "}") {
+			names = append(names, words[i+1])
+		}
+	}
+	if len(names) == 0 {
+		return "", "", fmt.Errorf("log_format %q %w: the file defines no log_format (nginx's own is combined)", name, errNoLogFormat)
+	}
+	return "", "", fmt.Errorf("log_format %q %w: the file defines %s (choose one with --log-format-name)",
+		name, errNoLogFormat, strings.Join(names, ", "))
 }
 
 // errNoLogFormat means the configuration has no log_format of that name.

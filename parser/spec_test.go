@@ -106,6 +106,23 @@ func TestNginxLogFormat(t *testing.T) {
 	}
 }
 
+// TestNginxLogFormatNamesTheDefinedOnes: asked for a name the file does not
+// define, the error lists the names it does (comments are not definitions).
+func TestNginxLogFormatNamesTheDefinedOnes(t *testing.T) {
+	conf, err := os.ReadFile("testdata/nginx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = nginxLogFormat(conf, "missing")
+	if want := `the file defines main, timing, json (choose one with --log-format-name)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to say %q", err, want)
+	}
+	_, _, err = nginxLogFormat([]byte("http { access_log off; }"), "main")
+	if want := "the file defines no log_format"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to say %q", err, want)
+	}
+}
+
 func TestConfigFlags(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -26,6 +26,9 @@ type Config struct {
 	Version string    // the program's version
 	Started time.Time // when the program started
 	DB      string    // the database file
+	// RequireFiles makes a followed path or glob that matches no file, or a
+	// file that cannot be read, a readiness failure.
+	RequireFiles bool
 }
 
 // Deps are what a Report reads.
@@ -36,6 +39,8 @@ type Deps struct {
 	// Following returns why following files stopped, or nil while it goes
 	// on; nil when none are followed.
 	Following func() error
+	// Now is the clock the uptime is measured on; time.Now if nil.
+	Now func() time.Time
 }
 
 // Report gathers the daemon's state for its operators.
@@ -49,12 +54,15 @@ type Report struct {
 // Go runtime's and the process's metrics, the pipeline's, and the lag of
 // each followed file.
 func New(cfg Config, deps Deps) *Report {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
 	r := &Report{cfg: cfg, deps: deps, registry: prometheus.NewRegistry()}
 	r.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		deps.Pipeline,
-		lagCollector{deps.Files},
+		fileCollector{deps.Files},
 	)
 	return r
 }
@@ -73,6 +81,16 @@ func (r *Report) Ready() error {
 			return fmt.Errorf("following stopped: %w", err)
 		}
 	}
+	if r.cfg.RequireFiles && r.deps.Files != nil {
+		for _, f := range r.deps.Files() {
+			switch f.State {
+			case tailer.Missing:
+				return fmt.Errorf("no file matches %s (--require-files)", f.Path)
+			case tailer.Unreadable:
+				return fmt.Errorf("cannot read %s: %s (--require-files)", f.Path, f.Error)
+			}
+		}
+	}
 	return nil
 }
 
@@ -80,7 +98,7 @@ func (r *Report) Ready() error {
 func (r *Report) Status() api.Status {
 	p := r.deps.Pipeline
 	st := api.Status{
-		Version: r.cfg.Version, Started: r.cfg.Started.UTC(), UptimeSeconds: time.Since(r.cfg.Started).Seconds(),
+		Version: r.cfg.Version, Started: r.cfg.Started.UTC(), UptimeSeconds: r.deps.Now().Sub(r.cfg.Started).Seconds(),
 		Lines: api.LineStatus{Read: p.Lines(), Parsed: p.Parsed(), Rejected: p.Rejected(),
 			ByReason: p.RejectedBy(), BytesRead: p.BytesRead()},
 		Store: api.StoreStatus{Path: r.cfg.DB, State: "ok", Commits: p.Commits(), LastCommit: p.LastCommit().UTC()},
@@ -91,7 +109,7 @@ func (r *Report) Status() api.Status {
 	if r.deps.Files != nil {
 		for _, f := range r.deps.Files() {
 			st.Files = append(st.Files, api.FileStatus{Path: f.Path, Fingerprint: f.Fingerprint, Offset: f.Offset,
-				Size: f.Size, LagBytes: lag(f), State: f.State})
+				Size: f.Size, LagBytes: lag(f), State: f.State, Error: f.Error})
 		}
 	}
 	for _, s := range p.Samples() {
@@ -103,19 +121,37 @@ func (r *Report) Status() api.Status {
 // lag is how many bytes of a file are written and not read yet.
 func lag(f tailer.FileStatus) int64 { return max(f.Size-f.Offset, 0) }
 
-var lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
-	[]string{"path"}, nil)
+var (
+	lagDesc = prometheus.NewDesc("logtally_file_lag_bytes", "Bytes written to a followed file and not read yet.",
+		[]string{"path"}, nil)
+	missingDesc = prometheus.NewDesc("logtally_file_missing",
+		"1 for each followed path or glob that matches no file: nothing is read from it.", []string{"path"}, nil)
+	unreadableDesc = prometheus.NewDesc("logtally_file_unreadable",
+		"1 for each matched file that cannot be opened (permissions): nothing is read from it.", []string{"path"}, nil)
+)
 
-// lagCollector reports the lag of each followed file.
-type lagCollector struct{ files func() []tailer.FileStatus }
+// fileCollector reports the lag of each followed file, and the paths that
+// nothing is read from.
+type fileCollector struct{ files func() []tailer.FileStatus }
 
-func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+func (c fileCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lagDesc
+	ch <- missingDesc
+	ch <- unreadableDesc
+}
 
-func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+func (c fileCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.files == nil {
 		return
 	}
 	for _, f := range c.files() {
-		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(lag(f)), f.Path)
+		switch f.State {
+		case tailer.Missing:
+			ch <- prometheus.MustNewConstMetric(missingDesc, prometheus.GaugeValue, 1, f.Path)
+		case tailer.Unreadable:
+			ch <- prometheus.MustNewConstMetric(unreadableDesc, prometheus.GaugeValue, 1, f.Path)
+		default:
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(lag(f)), f.Path)
+		}
 	}
 }

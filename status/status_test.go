@@ -157,3 +157,52 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("file lags = %v, want access.log 50 and old.log 0", lags)
 	}
 }
+
+// TestMissingAndUnreadableFiles: a path that matches nothing and a file that
+// cannot be read are in the status with their state, in /metrics as
+// logtally_file_missing and logtally_file_unreadable (not as lag), and make
+// the daemon not ready only with RequireFiles.
+func TestMissingAndUnreadableFiles(t *testing.T) {
+	p, _ := pipeline(t)
+	files := []tailer.FileStatus{
+		{Path: "/var/log/nginx/acess.log", State: tailer.Missing},
+		{Path: "/var/log/nginx/secret.log", State: tailer.Unreadable, Error: "open /var/log/nginx/secret.log: permission denied"},
+	}
+	deps := Deps{Pipeline: p, Files: func() []tailer.FileStatus { return files }}
+	r := New(Config{}, deps)
+	got := r.Status().Files
+	want := []api.FileStatus{{Path: "/var/log/nginx/acess.log", State: "missing"},
+		{Path: "/var/log/nginx/secret.log", State: "unreadable", Error: "open /var/log/nginx/secret.log: permission denied"}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("status files = %+v, want %+v", got, want)
+	}
+	families, err := r.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauges := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetName() == "path" {
+				gauges[f.GetName()+" "+m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	wantGauges := map[string]float64{"logtally_file_missing /var/log/nginx/acess.log": 1,
+		"logtally_file_unreadable /var/log/nginx/secret.log": 1}
+	if len(gauges) != 2 || gauges["logtally_file_missing /var/log/nginx/acess.log"] != 1 ||
+		gauges["logtally_file_unreadable /var/log/nginx/secret.log"] != 1 {
+		t.Errorf("gauges = %v, want %v", gauges, wantGauges)
+	}
+	if err := r.Ready(); err != nil {
+		t.Errorf("Ready() = %v without RequireFiles, want nil", err)
+	}
+	r = New(Config{RequireFiles: true}, deps)
+	if err := r.Ready(); err == nil || err.Error() != "no file matches /var/log/nginx/acess.log (--require-files)" {
+		t.Errorf("Ready() = %v with RequireFiles", err)
+	}
+	files = files[1:]
+	if err := r.Ready(); err == nil || !strings.Contains(err.Error(), "cannot read /var/log/nginx/secret.log: open /var/log/nginx/secret.log: permission denied") {
+		t.Errorf("Ready() = %v with RequireFiles and an unreadable file", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,10 @@ type Deps struct {
 	// Waker says when to poll the open files again: every Config.Poll if
 	// nil. File-system events and Rescan wake the tailer besides.
 	Waker waker.Waker
+
+	// open stands in for os.Open in tests: a failing file system, since
+	// tests run as root read anything.
+	open func(string) (*os.File, error)
 }
 
 // Tailer follows every file that its paths and globs match, and the rotated
@@ -59,9 +64,28 @@ type Tailer struct {
 	// unless they changed.
 	done map[fileKey]doneState
 
+	// problems holds, by path, the patterns that match no file and the
+	// files that cannot be opened, as of the last re-scan.
+	problems map[string]*problem
+
 	rescanNow chan struct{}
-	status    atomic.Pointer[[]FileStatus] // published after every poll
+	status    atomic.Pointer[[]FileStatus]   // published after every poll
+	openPath  func(string) (*os.File, error) // os.Open, or Deps.open
 }
+
+// problem is why nothing is read from a path: it matches no file, or the
+// file cannot be opened. It is logged when it starts and then at most once
+// every ProblemLogInterval while it lasts.
+type problem struct {
+	state  string // "missing" or "unreadable"
+	err    error  // why a file is unreadable
+	warned time.Time
+}
+
+// ProblemLogInterval is how often a path that stays missing or unreadable
+// is logged again: each re-scan finds it, and once a re-scan is enough to
+// fill a log.
+const ProblemLogInterval = time.Minute
 
 // FileStatus is what Files reports of one open file.
 type FileStatus struct {
@@ -69,8 +93,19 @@ type FileStatus struct {
 	Fingerprint string // "" until the file's first line is complete
 	Offset      int64  // bytes sent to the consumer
 	Size        int64
-	State       string // "following", "rotated" (read until idle or removed), "waiting" (no first line yet)
+	// State is "following", "rotated" (read until idle or removed),
+	// "waiting" (no first line yet), "missing" (a path or glob that
+	// matches no file: Path is the pattern) or "unreadable" (a file that
+	// cannot be opened: Error says why).
+	State string
+	Error string // why the file is unreadable
 }
+
+// Missing and Unreadable are the states of a path that nothing is read from.
+const (
+	Missing    = "missing"
+	Unreadable = "unreadable"
+)
 
 type fileKey struct{ dev, ino uint64 }
 
@@ -128,14 +163,17 @@ type file struct {
 func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, deps Deps) *Tailer {
 	t := &Tailer{
 		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: deps.Logger, now: deps.Now, waker: deps.Waker,
-		offsets: newOffsets(positions), done: make(map[fileKey]doneState),
-		rescanNow: make(chan struct{}, 1),
+		offsets: newOffsets(positions), done: make(map[fileKey]doneState), problems: make(map[string]*problem),
+		rescanNow: make(chan struct{}, 1), openPath: os.Open,
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
 	if t.now == nil {
 		t.now = time.Now
+	}
+	if deps.open != nil {
+		t.openPath = deps.open
 	}
 	return t
 }
@@ -158,11 +196,14 @@ func (t *Tailer) Files() []FileStatus {
 	return nil
 }
 
-// publish records the open files for Files.
+// publish records the open files, and the paths nothing is read from, for
+// Files.
 func (t *Tailer) publish() {
-	out := make([]FileStatus, 0, len(t.files))
+	out := make([]FileStatus, 0, len(t.files)+len(t.problems))
 	for _, fl := range t.files {
-		st := FileStatus{Path: fl.path, Fingerprint: fl.id, Offset: t.offsets.sent[fl.id], State: fl.state.String()}
+		// The offset is the read position: from the first poll after a
+		// restart it is the committed one, not 0 until a line arrives.
+		st := FileStatus{Path: fl.path, Fingerprint: fl.id, Offset: fl.split.off, State: fl.state.String()}
 		if fl.id == "" {
 			st.State = waiting.String() // a rotated file may still wait for its first line
 		}
@@ -171,7 +212,45 @@ func (t *Tailer) publish() {
 		}
 		out = append(out, st)
 	}
+	for _, p := range slices.Sorted(maps.Keys(t.problems)) {
+		st := FileStatus{Path: p, State: t.problems[p].state}
+		if err := t.problems[p].err; err != nil {
+			st.Error = err.Error()
+		}
+		out = append(out, st)
+	}
 	t.status.Store(&out)
+}
+
+// report records what is wrong with path (nothing when state is ""), and
+// logs it when it starts, when it changes, and then at most once every
+// ProblemLogInterval.
+func (t *Tailer) report(path, state string, err error) {
+	p := t.problems[path]
+	if state == "" {
+		if p != nil {
+			delete(t.problems, path)
+			t.log.Info("found", "path", path, "was", p.state)
+		}
+		return
+	}
+	now := t.now()
+	if p != nil && p.state == state && now.Sub(p.warned) < ProblemLogInterval {
+		p.err = err
+		return
+	}
+	t.problems[path] = &problem{state: state, err: err, warned: now}
+	switch state {
+	case Missing:
+		fix := "check the path; the file is read as soon as it appears"
+		if hasMeta(path) {
+			fix = "check the pattern; files are read as soon as one matches"
+		}
+		t.log.Warn("no file matches", "path", path, "fix", fix)
+	case Unreadable:
+		t.log.Warn("cannot read file", "path", path, "err", err,
+			"fix", "let the user logtally runs as read it (on Debian, /var/log/nginx is readable by the adm group)")
+	}
 }
 
 // Run follows the files until ctx is done. It returns nil then; it returns
@@ -298,19 +377,26 @@ func (t *Tailer) rescan() error {
 		fi      os.FileInfo
 	}
 	var matches []match
-	seen := map[string]bool{}
-	add := func(paths []string, sibling bool) {
+	seen := map[string]bool{} // by path: whether it is a regular file
+	// add adds the regular files among paths to matches, and returns how
+	// many there are, counting those added before.
+	add := func(paths []string, sibling bool) (regular int) {
 		for _, p := range paths {
-			if seen[p] {
+			if ok, done := seen[p]; done {
+				if ok {
+					regular++
+				}
 				continue
 			}
-			seen[p] = true
 			fi, err := os.Stat(p)
-			if err != nil || !fi.Mode().IsRegular() {
+			seen[p] = err == nil && fi.Mode().IsRegular()
+			if !seen[p] {
 				continue
 			}
+			regular++
 			matches = append(matches, match{p, sibling, fi})
 		}
+		return regular
 	}
 	for _, p := range t.patterns {
 		paths, err := filepath.Glob(p)
@@ -318,7 +404,11 @@ func (t *Tailer) rescan() error {
 			t.log.Warn("bad pattern", "pattern", p, "err", err)
 			continue
 		}
-		add(paths, false)
+		if add(paths, false) == 0 {
+			t.report(p, Missing, nil)
+		} else {
+			t.report(p, "", nil)
+		}
 	}
 	for _, p := range t.patterns {
 		if !hasMeta(p) {
@@ -343,6 +433,13 @@ func (t *Tailer) rescan() error {
 		}
 		return 0
 	})
+	// A file reported unreadable that no pattern matches any more is no
+	// longer a problem.
+	for p, pr := range t.problems {
+		if pr.state == Unreadable && !seen[p] {
+			delete(t.problems, p)
+		}
+	}
 	// Forget finished files that are gone, so done does not grow forever.
 	present := make(map[fileKey]bool, len(matches))
 	for _, m := range matches {
@@ -355,7 +452,8 @@ func (t *Tailer) rescan() error {
 	}
 	for _, m := range matches {
 		key := keyOf(m.fi)
-		if t.isOpen(key) {
+		if fl := t.openFile(key); fl != nil {
+			t.renamed(fl, m.path, m.fi)
 			continue
 		}
 		if d, ok := t.done[key]; ok && d.size == m.fi.Size() && d.mtime.Equal(m.fi.ModTime()) {
@@ -375,22 +473,43 @@ func keyOf(fi os.FileInfo) fileKey {
 	return fileKey{}
 }
 
-func (t *Tailer) isOpen(key fileKey) bool {
+// openFile returns the open file with key, or nil.
+func (t *Tailer) openFile(key fileKey) *file {
 	for _, fl := range t.files {
 		if fl.key == key {
-			return true
+			return fl
 		}
 	}
-	return false
+	return nil
+}
+
+// renamed gives fl the name path, which a re-scan found it under, once its
+// own name no longer names it: a rotated access.log is reported as the
+// access.log.1 it now is, not under the name of its successor.
+func (t *Tailer) renamed(fl *file, path string, fi os.FileInfo) {
+	if path == fl.path {
+		return
+	}
+	if pi, err := os.Stat(fl.path); err == nil && os.SameFile(pi, fi) {
+		return // still named by its path too (a hard link)
+	}
+	t.log.Debug("renamed", "from", fl.path, "to", path)
+	fl.path = path
+	if fl.state == following {
+		fl.state = rotated // its old name is no longer its own
+	}
 }
 
 func (t *Tailer) open(path string, sibling bool, key fileKey) error {
-	f, err := os.Open(path)
+	f, err := t.openPath(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			t.log.Warn("open", "path", path, "err", err)
+			t.report(path, Unreadable, err)
 		}
 		return nil
+	}
+	if p := t.problems[path]; p != nil && p.state == Unreadable {
+		t.report(path, "", nil)
 	}
 	fl := &file{f: f, key: key, gz: isGzip(path), sibling: sibling, state: waiting, lastGrow: t.now(),
 		lineReader: lineReader{path: path, split: splitter{max: t.cfg.MaxLine}, size: followReadSize}}

@@ -471,8 +471,8 @@ func TestDeletedAndRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.step() // the removed file is closed
-	if files := r.tl.Files(); len(files) != 0 {
-		t.Errorf("Files = %+v after the removal, want none", files)
+	if files := r.tl.Files(); len(files) != 1 || files[0].Path != path || files[0].State != Missing {
+		t.Errorf("Files = %+v after the removal, want only %s missing", files, path)
 	}
 	appendFile(t, path, lines(10, 15))
 	r.waitFor(15)

@@ -78,7 +78,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxPaths, "max-paths", c.MaxPaths,
 		"most distinct paths counted in the window; past it the least viewed are folded (top pages stay right)")
 	fs.IntVar(&c.MaxVisitors, "max-visitors", c.MaxVisitors,
-		"most distinct visitors counted exactly; past it visitors are estimated (HyperLogLog, ~1% error)")
+		"most distinct visitors counted exactly; past it visitors are estimated (HyperLogLog, ~0.8% standard error)")
 }
 
 // withDefaults returns c with its zero fields, except MaxSkew (for which

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ Usage:
                                     database holds
   logtally replay [flags] FILE...   read FILEs (plain or .gz) to their end,
                                     commit, print a summary and exit
+  logtally version                  print the version, commit and Go version
 
 Run 'logtally run -h' or 'logtally replay -h' for the flags.
 `
@@ -47,6 +49,9 @@ type Main struct {
 	// see where memory and CPU go on a production box.
 	DebugListen string
 	Files       []string
+	// RequireFiles makes a followed path or glob that matches no file a
+	// readiness failure, rather than only a warning and a status.
+	RequireFiles bool
 
 	Parser parser.Config
 	Window window.Config
@@ -99,38 +104,41 @@ func (m *Main) ParseFlags(args []string) error {
 		return flag.ErrHelp
 	}
 	m.Command = args[0]
+	if m.Command == "version" || m.Command == "--version" || m.Command == "-version" {
+		m.Command = "version"
+		if len(args) > 1 {
+			return fmt.Errorf("version takes no arguments, got %q", args[1:])
+		}
+		return nil
+	}
 	if m.Command != "run" && m.Command != "replay" {
-		fmt.Fprint(m.Stderr, usage)
-		return fmt.Errorf("unknown command %q", m.Command)
+		err := fmt.Errorf("unknown command %q: the commands are run, replay and version", m.Command)
+		if strings.HasPrefix(m.Command, "-") {
+			err = fmt.Errorf("flag %s before the command: write it after run or replay", m.Command)
+		}
+		m.Command = ""
+		return m.usageError(err)
 	}
-	fs := flag.NewFlagSet("logtally "+m.Command, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	m.Store.RegisterFlags(fs)
-	m.Parser.RegisterFlags(fs)
-	m.Window.RegisterFlags(fs)
-	m.Rules.RegisterFlags(fs)
-	m.Ingest.RegisterFlags(fs)
-	m.Log.RegisterFlags(fs)
-	synopsis := "logtally replay [flags] FILE..."
-	if m.Command == "run" {
-		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
-		fs.StringVar(&m.DebugListen, "debug-listen", "",
-			"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
-		m.API.RegisterFlags(fs)
-		synopsis = "logtally run [flags] [FILE...]"
-	}
-	m.Tailer.RegisterFlags(fs, m.Command == "run")
-	fs.Usage = usageFunc(fs, m.Stderr, synopsis)
+	fs := m.flagSet(m.Command)
 	if m.Getenv == nil {
 		m.Getenv = os.LookupEnv
 	}
 	if err := applyEnv(fs, m.Getenv); err != nil {
-		return err
+		return m.usageError(err)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+		usageFunc(fs, m.Stderr, synopsis[m.Command])()
 		return err
+	} else if err != nil {
+		return m.usageError(flagError(fs, NewMain().flagSet(otherCommand[m.Command]), err))
 	}
 	m.Files = fs.Args()
+	return m.usageError(m.check())
+}
+
+// check reports flag values and files that cannot work, before anything
+// starts.
+func (m *Main) check() error {
 	if _, err := m.Log.Logger(io.Discard); err != nil {
 		return err
 	}
@@ -141,24 +149,77 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.Command == "replay" {
 		if len(m.Files) == 0 {
-			return errors.New("replay: no FILE given")
+			return errors.New("no FILE given: name the logs to read, such as /var/log/nginx/access.log.1")
 		}
 		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
 	}
 	m.Ingest.PersistWindow = m.Command == "run" // replay serves no window
 	m.Ingest.MaxLine = m.Tailer.MaxLine
 	if _, err := m.Parser.Compile(); err != nil {
+		if m.Parser.NginxConf != "" {
+			return fmt.Errorf("--nginx-conf: %w", err)
+		}
 		return fmt.Errorf("--format: %w", err)
 	}
 	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
 		m.API.Validate(), m.Store.Validate())
 }
 
+// synopsis is each command's usage line.
+var synopsis = map[string]string{
+	"run":    "logtally run [flags] [FILE...]",
+	"replay": "logtally replay [flags] FILE...",
+}
+
+// otherCommand names, for a flag a command does not have, the command that
+// has it.
+var otherCommand = map[string]string{"run": "replay", "replay": "run"}
+
+// flagSet registers the flags of command, and only those, on a new flag
+// set bound to m's configuration. The flag package prints nothing: help and
+// errors are written by ParseFlags.
+func (m *Main) flagSet(command string) *flag.FlagSet {
+	fs := flag.NewFlagSet("logtally "+command, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	run := command == "run"
+	m.Store.RegisterFlags(fs)
+	m.Parser.RegisterFlags(fs)
+	m.Rules.RegisterFlags(fs)
+	m.Ingest.RegisterFlags(fs, run)
+	m.Log.RegisterFlags(fs)
+	m.Tailer.RegisterFlags(fs, run)
+	if run {
+		// Replay has no live window: it reads archives to their end and
+		// serves nothing, so the window's and the server's flags are run's.
+		m.Window.RegisterFlags(fs)
+		fs.StringVar(&m.Listen, "listen", "127.0.0.1:8080", "API listen `address`")
+		fs.StringVar(&m.DebugListen, "debug-listen", "",
+			"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
+		fs.BoolVar(&m.RequireFiles, "require-files", false,
+			"make /readyz fail while a followed path or glob matches no file (they are reported either way)")
+		m.API.RegisterFlags(fs)
+	}
+	return fs
+}
+
+// usageError marks err, when there is one, as a mistake on the command line.
+func (m *Main) usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &UsageError{Command: m.Command, Err: err}
+}
+
 // Run starts the command. For run, it returns once the API is listening and
 // the files are being followed; Close stops them. For replay, it returns
 // when every file has been read and committed.
 func (m *Main) Run(ctx context.Context) (err error) {
-	m.started = time.Now()
+	if m.Command == "version" {
+		_, err := io.WriteString(m.Stdout, versionLine())
+		return err
+	}
+	m.started = m.Now()
 	if m.Logger == nil {
 		if m.Logger, err = m.Log.Logger(m.Stderr); err != nil {
 			return err
@@ -192,7 +253,13 @@ func (m *Main) open() error {
 	if m.store, err = storage.OpenConfig(storeCfg); err != nil {
 		return err
 	}
-	classifier, err := classify.New(m.Rules, m.store.Salt())
+	rules := m.Rules
+	if !format.HasUserAgent() {
+		rules.NoUserAgent = true
+		m.Logger.Info("the log format has no user agent: crawlers cannot be told from people and count as visitors",
+			"format", format.String())
+	}
+	classifier, err := classify.New(rules, m.store.Salt())
 	if err != nil {
 		return err
 	}
@@ -212,7 +279,7 @@ func (m *Main) run(ctx context.Context) error {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
-	deps := status.Deps{Pipeline: m.pipeline}
+	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now}
 	if len(m.Files) > 0 {
 		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
@@ -224,7 +291,8 @@ func (m *Main) run(ctx context.Context) error {
 		defer m.readers.Done()
 		m.store.RunPruner(ctx, time.Minute, m.Logger)
 	}()
-	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path}, deps)
+	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path,
+		RequireFiles: m.RequireFiles}, deps)
 	if err := m.serve(report); err != nil {
 		return err
 	}
@@ -251,7 +319,7 @@ func (m *Main) serve(report *status.Report) error {
 		MaxHeaderBytes:    16 << 10,
 	}
 	go m.server.Serve(ln)
-	m.Logger.Info("serving", "addr", ln.Addr().String(), "files", len(m.Files), "db", m.Store.Path)
+	m.Logger.Info("serving", "addr", ln.Addr().String(), "paths", len(m.Files), "db", m.Store.Path)
 	return nil
 }
 

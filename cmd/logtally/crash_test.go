@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/internal/loggen"
@@ -26,9 +28,10 @@ const childEnv = "LOGTALLY_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childEnv); args != "" {
-		os.Exit(runMain(strings.Fields(args)))
+		os.Exit(runMain(strings.Fields(args), nil))
 	}
-	os.Exit(m.Run())
+	// The scripts in testdata/script run the program as "logtally".
+	testscript.Main(m, map[string]func(){"logtally": func() { os.Exit(runMain(os.Args[1:], scriptSetup)) }})
 }
 
 // TestCrashRecoveryIsExact kills a replaying child with SIGKILL at random

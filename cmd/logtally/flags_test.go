@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFlagErrors runs the real program with a mistake on the command line:
+// it prints one line naming the flag and the fix, then where the help is,
+// and exits with status 2, without the whole help.
+func TestFlagErrors(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "nginx.conf")
+	os.WriteFile(conf, []byte(`http { log_format upstream '$remote_addr [$time_local] "$request"'; log_format json_logs escape=json '{"a":"$remote_addr"}'; }`), 0o644)
+	tests := []struct {
+		args string
+		want string
+	}{
+		{"run --nope", "logtally run: unknown flag --nope: run has no such flag\nsee 'logtally run --help'\n"},
+		{"run --windw 5m", "logtally run: unknown flag --windw: did you mean --window?\nsee 'logtally run --help'\n"},
+		{"replay --listen :1 x.log", "logtally replay: unknown flag --listen: it is a flag of 'logtally run', not of 'logtally replay'\nsee 'logtally replay --help'\n"},
+		{"replay --window-end log x.log", "logtally replay: unknown flag --window-end: it is a flag of 'logtally run', not of 'logtally replay'\nsee 'logtally replay --help'\n"},
+		{"run --window ten", "logtally run: --window \"ten\": want a duration such as 90s, 10m or 1h30m\nsee 'logtally run --help'\n"},
+		{"run --db", "logtally run: --db needs a value: --db FILE\nsee 'logtally run --help'\n"},
+		{"run --include-bots=maybe", "logtally run: --include-bots \"maybe\": want true or false\nsee 'logtally run --help'\n"},
+		{"run --max-line lots", "logtally run: --max-line \"lots\": want a whole number\nsee 'logtally run --help'\n"},
+		{"run --window-end now", "logtally run: --window-end \"now\": want clock or log\nsee 'logtally run --help'\n"},
+		{"run --log-level loud", "logtally run: --log-level \"loud\": want debug, info, warn or error\nsee 'logtally run --help'\n"},
+		{"run --nginx-conf " + conf, "logtally run: --nginx-conf: " + conf + ": log_format \"main\" not found: bad log format: the file defines upstream, json_logs (choose one with --log-format-name)\nsee 'logtally run --help'\n"},
+		{"replay", "logtally replay: no FILE given: name the logs to read, such as /var/log/nginx/access.log.1\nsee 'logtally replay --help'\n"},
+		{"frob", "logtally: unknown command \"frob\": the commands are run, replay and version\nsee 'logtally --help'\n"},
+		{"--db x.db run", "logtally: flag --db before the command: write it after run or replay\nsee 'logtally --help'\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"="+tt.args)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+				t.Errorf("exit: %v, want status 2", err)
+			}
+			if got := stderr.String(); got != tt.want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", got, tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout: %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestHelpListsOnlyTheCommandsFlags: replay reads archives to their end and
+// serves nothing, so the live window's and the server's flags are run's.
+func TestHelpListsOnlyTheCommandsFlags(t *testing.T) {
+	help := func(cmd string) string {
+		var out bytes.Buffer
+		m := NewMain()
+		m.Stderr = &out
+		if err := m.ParseFlags([]string{cmd, "-h"}); !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%s -h: %v", cmd, err)
+		}
+		return out.String()
+	}
+	runOnly := []string{"--window ", "--window-end", "--max-skew", "--max-paths", "--max-visitors", "--no-samples", "--listen",
+		"--debug-listen", "--cache-max-age", "--cors-origin", "--poll-interval", "--rescan-interval", "--idle-grace", "--require-files"}
+	both := []string{"--db ", "--format", "--nginx-conf", "--tz", "--flush-lines", "--flush-interval", "--max-line", "--log-level",
+		"--include-bots", "--keep-minutes"}
+	replay, run := help("replay"), help("run")
+	for _, f := range runOnly {
+		if strings.Contains(replay, "\n  "+f) {
+			t.Errorf("replay -h lists %s", f)
+		}
+		if !strings.Contains(run, "\n  "+f) {
+			t.Errorf("run -h lacks %s", f)
+		}
+	}
+	for _, f := range both {
+		if !strings.Contains(replay, "\n  "+f) || !strings.Contains(run, "\n  "+f) {
+			t.Errorf("%s is not listed by both commands", f)
+		}
+	}
+	if !strings.HasPrefix(replay, "Usage: logtally replay [flags] FILE...\n") {
+		t.Errorf("replay -h starts %.60q", replay)
+	}
+	if !strings.Contains(run, "~0.8% standard error") {
+		t.Errorf("run -h does not give the visitor estimate's error as in the README (~0.8%%)")
+	}
+}
+
+// TestUsageErrorIsAUsageError: every mistake ParseFlags reports is a
+// *UsageError, which main turns into exit status 2.
+func TestUsageErrorIsAUsageError(t *testing.T) {
+	m := NewMain()
+	m.Stderr = io.Discard
+	err := m.ParseFlags([]string{"run", "--window", "1500ms"})
+	var ue *UsageError
+	if !errors.As(err, &ue) || ue.Command != "run" || !strings.Contains(err.Error(), "whole seconds") {
+		t.Errorf("err = %v (%T), want a run UsageError about whole seconds", err, err)
+	}
+}
