@@ -85,6 +85,7 @@ func TestMissingPathIsReported(t *testing.T) {
 	}
 
 	appendFile(t, path, lines(0, 3))
+	clk.add(time.Second) // a re-scan is due, whether or not a file-system event came
 	r.waitFor(3)
 	r.step()
 	if got := stateOf(r.tl.Files()); len(got) != 2 || got[path] != "following" || got[glob] != Missing {

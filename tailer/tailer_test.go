@@ -206,6 +206,11 @@ func (r *run) waitFor(n int) {
 			return
 		}
 		r.step()
+		// The sink counts on its own goroutine: give it the chunks the
+		// pass sent before asking for another pass.
+		if r.s.wait(n, 100*time.Millisecond) {
+			return
+		}
 	}
 	r.t.Fatalf("got %d lines after 50 passes, want %d", r.s.count(), n)
 }
