@@ -33,6 +33,7 @@ const (
 type Config struct {
 	CacheMaxAge time.Duration // Cache-Control max-age of the live endpoints; 0 for no-cache
 	CORSOrigins []string      // origins allowed to read the API from a browser; "*" for any
+	Dashboard   bool          // serve the dashboard page at /
 	MaxStreams  int           // most event streams open at once; 0 turns /api/v1/events off
 	// StreamSendTimeout is how long one event may take to reach a client
 	// before the client is dropped.
@@ -40,10 +41,10 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: the live endpoints may be reused for
-// 5 seconds, no other origin may read the API, and up to 1,000 event
-// streams.
+// 5 seconds, no other origin may read the API, the dashboard is served,
+// and up to 1,000 event streams.
 func DefaultConfig() Config {
-	return Config{CacheMaxAge: 5 * time.Second, MaxStreams: DefaultMaxStreams,
+	return Config{CacheMaxAge: 5 * time.Second, Dashboard: true, MaxStreams: DefaultMaxStreams,
 		StreamSendTimeout: DefaultStreamSendTimeout}
 }
 
@@ -61,6 +62,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 			}
 			return nil
 		})
+	fs.BoolVar(&c.Dashboard, "dashboard", c.Dashboard, "serve the dashboard page at / (--dashboard=false turns it off)")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams,
 		"most clients of the live event stream /api/v1/events at once; more get 503 (0 turns the stream off)")
 }
@@ -153,6 +155,9 @@ func New(cfg Config, deps Deps) *Server {
 		s.streams = newStreams(cfg.MaxStreams, deps.Snapshot, func() { s.rendered().eventBody(DefaultPagesLimit) })
 	}
 	s.router.HandleFunc("/api/v1/events", s.counted("/api/v1/events", s.events)).Methods(http.MethodGet)
+	if cfg.Dashboard {
+		s.dashboard(get)
+	}
 	s.router.NotFoundHandler = s.counted("unknown", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})

@@ -296,15 +296,16 @@ func TestEventsErrors(t *testing.T) {
 	}
 }
 
-func TestStreamFlags(t *testing.T) {
+func TestStreamAndDashboardFlags(t *testing.T) {
 	tests := []struct {
 		args       []string
+		dashboard  bool
 		maxStreams int
 		invalid    bool
 	}{
-		{nil, DefaultMaxStreams, false},
-		{[]string{"--max-streams", "0"}, 0, false},
-		{[]string{"--max-streams", "-1"}, -1, true},
+		{nil, true, DefaultMaxStreams, false},
+		{[]string{"--dashboard=false", "--max-streams", "0"}, false, 0, false},
+		{[]string{"--max-streams", "-1"}, true, -1, true},
 	}
 	for _, tt := range tests {
 		fs := flag.NewFlagSet("api", flag.ContinueOnError)
@@ -314,7 +315,7 @@ func TestStreamFlags(t *testing.T) {
 		if err := fs.Parse(tt.args); err != nil {
 			t.Fatalf("%q: %v", tt.args, err)
 		}
-		if c.MaxStreams != tt.maxStreams || c.StreamSendTimeout != DefaultStreamSendTimeout {
+		if c.Dashboard != tt.dashboard || c.MaxStreams != tt.maxStreams || c.StreamSendTimeout != DefaultStreamSendTimeout {
 			t.Errorf("%q: config %+v", tt.args, c)
 		}
 		if err := c.Validate(); (err != nil) != tt.invalid {
