@@ -33,11 +33,20 @@ const (
 type Config struct {
 	CacheMaxAge time.Duration // Cache-Control max-age of the live endpoints; 0 for no-cache
 	CORSOrigins []string      // origins allowed to read the API from a browser; "*" for any
+	Dashboard   bool          // serve the dashboard page at /
+	MaxStreams  int           // most event streams open at once; 0 turns /api/v1/events off
+	// StreamSendTimeout is how long one event may take to reach a client
+	// before the client is dropped.
+	StreamSendTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults: the live endpoints may be reused for
-// 5 seconds, and no other origin may read the API.
-func DefaultConfig() Config { return Config{CacheMaxAge: 5 * time.Second} }
+// 5 seconds, no other origin may read the API, the dashboard is served,
+// and up to 1,000 event streams.
+func DefaultConfig() Config {
+	return Config{CacheMaxAge: 5 * time.Second, Dashboard: true, MaxStreams: DefaultMaxStreams,
+		StreamSendTimeout: DefaultStreamSendTimeout}
+}
 
 // RegisterFlags sets c to the defaults and registers the API's flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
@@ -53,12 +62,18 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 			}
 			return nil
 		})
+	fs.BoolVar(&c.Dashboard, "dashboard", c.Dashboard, "serve the dashboard page at / (--dashboard=false turns it off)")
+	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams,
+		"most clients of the live event stream /api/v1/events at once; more get 503 (0 turns the stream off)")
 }
 
 // Validate reports settings that cannot work.
 func (c Config) Validate() error {
 	if c.CacheMaxAge < 0 {
 		return fmt.Errorf("cache max age %s: must not be negative", c.CacheMaxAge)
+	}
+	if c.MaxStreams < 0 {
+		return fmt.Errorf("max streams %d: must not be negative", c.MaxStreams)
 	}
 	return nil
 }
@@ -97,6 +112,7 @@ type Server struct {
 	cache        atomic.Pointer[rendered]
 	cacheControl []string
 	metrics      *routeMetrics
+	streams      *streams // nil when the event stream is off
 }
 
 // New returns the API handler.
@@ -109,6 +125,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if deps.Ready == nil {
 		deps.Ready = func() error { return nil }
+	}
+	if cfg.StreamSendTimeout <= 0 {
+		cfg.StreamSendTimeout = DefaultStreamSendTimeout
 	}
 	s := &Server{cfg: cfg, deps: deps, router: mux.NewRouter()}
 	s.cacheControl = []string{"no-cache"}
@@ -132,6 +151,13 @@ func New(cfg Config, deps Deps) *Server {
 	get("/api/v1/status", s.status)
 	get("/healthz", s.healthz)
 	get("/readyz", s.readyz)
+	if cfg.MaxStreams > 0 {
+		s.streams = newStreams(cfg.MaxStreams, deps.Snapshot, func() { s.rendered().eventBody(DefaultPagesLimit) })
+	}
+	s.router.HandleFunc("/api/v1/events", s.counted("/api/v1/events", s.events)).Methods(http.MethodGet)
+	if cfg.Dashboard {
+		s.dashboard(get)
+	}
 	s.router.NotFoundHandler = s.counted("unknown", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})

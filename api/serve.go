@@ -34,9 +34,10 @@ func newBody(v any) *body {
 // rendered holds the bodies made from one snapshot. A poll between two
 // publishes costs a pointer comparison and a write of bytes made once.
 type rendered struct {
-	snap  *logtally.Snapshot
-	stats *body
-	pages sync.Map // limit -> *body
+	snap   *logtally.Snapshot
+	stats  *body
+	pages  sync.Map // limit -> *body
+	events sync.Map // limit -> the event with limit pages, []byte
 }
 
 func (s *Server) rendered() *rendered {
@@ -44,13 +45,18 @@ func (s *Server) rendered() *rendered {
 	if c := s.cache.Load(); c != nil && c.snap == snap {
 		return c
 	}
-	c := &rendered{snap: snap, stats: newBody(Stats{
+	c := &rendered{snap: snap, stats: newBody(statsOf(snap))}
+	s.cache.Store(c)
+	return c
+}
+
+// statsOf is the body of /api/v1/stats for a snapshot.
+func statsOf(snap *logtally.Snapshot) Stats {
+	return Stats{
 		From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second),
 		Visitors: snap.Visitors, Approximate: snap.Approximate, PageViews: snap.PageViews,
 		Requests: snap.Requests, Rejected: snap.Rejected,
-	})}
-	s.cache.Store(c)
-	return c
+	}
 }
 
 func (c *rendered) pagesBody(limit int) *body {
@@ -162,6 +168,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap gives http.ResponseController the connection's writer, for the
+// event stream's flushes and deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {

@@ -309,15 +309,19 @@ func (m *Main) serve(report *status.Report) error {
 		return err
 	}
 	m.listener = ln
+	handler := api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
+		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Logger: m.Logger})
 	m.server = &http.Server{
-		Handler: api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
-			Status: report.Status, Metrics: report.Registry(), Now: m.Now, Logger: m.Logger}),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 	}
+	// Shutdown waits for responses to end, and an event stream never does
+	// by itself: ending them is the handler's part.
+	m.server.RegisterOnShutdown(handler.Close)
 	go m.server.Serve(ln)
 	m.Logger.Info("serving", "addr", ln.Addr().String(), "paths", len(m.Files), "db", m.Store.Path)
 	return nil

@@ -1,0 +1,480 @@
+// The logtally dashboard: the live window from the event stream (or, when the
+// stream is down, from polling the cached endpoints), history from the series
+// endpoint, the daemon's state from /api/v1/status.
+//
+// Everything that comes from a log (paths, rejected lines) is put in the page
+// as text (textContent), never as markup; the Content-Security-Policy allows
+// no other script than this file. Charts are plain SVG drawn here. URLs are
+// relative, so the page works under a proxy's prefix too.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
+  const number = new Intl.NumberFormat("en");
+  const POLL_MS = 5000; // the live endpoints' default max-age
+  const STREAM_RETRY_MS = 30000; // a refused or closed stream is tried again after this
+  const STATUS_MS = 5000;
+  const RANGES = {
+    hour: { points: 60, stepSeconds: 60, step: "1m", label: "the last hour, by minute", refresh: 15000 },
+    day: { points: 24, stepSeconds: 3600, step: "1h", label: "the last day, by hour", refresh: 60000 },
+    month: { points: 30, stepSeconds: 86400, step: "1d", label: "the last 30 days, by day", refresh: 300000 },
+  };
+  const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+  const state = {
+    site: "", // "" until /api/v1/sites answers; then the chosen site
+    range: "hour",
+    windowEnd: null, // the live window's end: "now" for the charts
+    seriesAt: 0, // when the series was last asked for
+    series: null,
+    stream: null,
+    pollTimer: 0,
+    retryTimer: 0,
+    dayChosen: false,
+    livePages: "", // the top pages shown, as JSON
+  };
+
+  // url builds a relative API URL with the chosen site.
+  function url(path, params) {
+    const u = new URL(path, document.baseURI);
+    for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, String(v));
+    if (state.site) u.searchParams.set("site", state.site);
+    return u.toString();
+  }
+
+  // getJSON returns the body of a 200 answer, or null for any other answer
+  // or a network error.
+  async function getJSON(path, params) {
+    try {
+      const r = await fetch(url(path, params), { cache: "no-cache" });
+      return r.ok ? await r.json() : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function el(tag, className, text) {
+    const e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  const plural = (n, one, many) => `${number.format(n)} ${n === 1 ? one : many}`;
+
+  function duration(seconds) {
+    if (seconds % 3600 === 0) return seconds === 3600 ? "hour" : plural(seconds / 3600, "hour", "hours");
+    if (seconds % 60 === 0) return seconds === 60 ? "minute" : plural(seconds / 60, "minute", "minutes");
+    return plural(seconds, "second", "seconds");
+  }
+
+  function bytes(n) {
+    if (n < 1024) return plural(n, "byte", "bytes");
+    const units = ["KiB", "MiB", "GiB", "TiB"];
+    let i = -1;
+    do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+    return `${n.toFixed(n < 10 ? 1 : 0)} ${units[i]}`;
+  }
+
+  const clock = (d) => d.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  const hhmm = (d) => d.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit" });
+  const dayName = (d) => d.toLocaleDateString("en-GB", { day: "numeric", month: "short" });
+  const isoDay = (d) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+
+  function setConn(s, text) {
+    const c = $("conn");
+    c.dataset.state = s;
+    c.textContent = text;
+  }
+
+  // ---- the live window ----------------------------------------------------
+
+  function setFigure(id, n, approximate) {
+    const e = $(id);
+    const text = (approximate ? "≈ " : "") + number.format(n);
+    if (e.textContent !== text) {
+      e.textContent = text;
+      e.dataset.value = String(n);
+    }
+  }
+
+  function renderPages(list, note, pages) {
+    const items = [];
+    const top = pages.length ? pages[0].pageviews : 0;
+    for (const p of pages) {
+      const li = el("li");
+      const bar = el("span", "bar");
+      bar.style.width = `${top ? (100 * p.pageviews) / top : 0}%`; // CSSOM, allowed by the policy
+      const path = el("span", "path", p.path);
+      path.title = p.path;
+      li.append(bar, path, el("span", "count", number.format(p.pageviews)));
+      items.push(li);
+    }
+    list.replaceChildren(...items);
+    note.hidden = pages.length > 0;
+  }
+
+  function renderLive(b) {
+    setFigure("visitors", b.visitors, b.approximate);
+    setFigure("pageviews", b.pageviews);
+    setFigure("requests", b.requests);
+    setFigure("rejected", b.rejected);
+    const from = new Date(b.from);
+    const to = new Date(b.to);
+    $("span").textContent = `Live window: the last ${duration(b.window_seconds)}, ${clock(from)} – ${clock(to)}`;
+    const pages = JSON.stringify(b.pages || []);
+    if (pages !== state.livePages) { // most events change the counts, not the top pages
+      state.livePages = pages;
+      renderPages($("live-pages"), $("live-pages-note"), b.pages || []);
+    }
+    const first = state.windowEnd === null;
+    state.windowEnd = to;
+    if (first && !state.dayChosen) {
+      $("day").value = isoDay(new Date(to.getTime() - 1000));
+      loadDay();
+    }
+    if (first || Date.now() - state.seriesAt >= RANGES[state.range].refresh) loadSeries();
+  }
+
+  // connect opens the event stream. While it is down, the page polls the
+  // cached endpoints instead, and tries the stream again later.
+  function connect() {
+    clearTimeout(state.retryTimer);
+    if (state.stream) state.stream.close();
+    if (!window.EventSource) {
+      startPolling();
+      return;
+    }
+    const es = new EventSource(url("api/v1/events"));
+    state.stream = es;
+    es.addEventListener("snapshot", (e) => {
+      stopPolling();
+      setConn("live", "live");
+      renderLive(JSON.parse(e.data));
+    });
+    es.addEventListener("error", () => {
+      startPolling();
+      if (es.readyState === EventSource.CLOSED) {
+        // Refused (503 beyond --max-streams) or gone: the browser will
+        // not retry by itself.
+        state.stream = null;
+        state.retryTimer = setTimeout(connect, STREAM_RETRY_MS);
+      }
+    });
+  }
+
+  function startPolling() {
+    if (state.pollTimer) return;
+    setConn("polling", `polling every ${POLL_MS / 1000} s`);
+    poll();
+    state.pollTimer = setInterval(poll, POLL_MS);
+  }
+
+  function stopPolling() {
+    clearInterval(state.pollTimer);
+    state.pollTimer = 0;
+  }
+
+  async function poll() {
+    const [stats, pages] = await Promise.all([getJSON("api/v1/stats"), getJSON("api/v1/pages")]);
+    if (!state.pollTimer) return; // the stream came back meanwhile
+    if (!stats || !pages) {
+      setConn("offline", "no answer from the daemon");
+      return;
+    }
+    setConn("polling", `polling every ${POLL_MS / 1000} s`);
+    renderLive({ ...stats, pages: pages.pages });
+  }
+
+  // ---- history ------------------------------------------------------------
+
+  async function loadSeries() {
+    if (!state.windowEnd) return;
+    state.seriesAt = Date.now();
+    const range = state.range;
+    const r = RANGES[range];
+    // The window's last second is the newest point's; the daemon starts
+    // each point at its step's start, so this asks for exactly r.points.
+    const to = Math.floor(state.windowEnd.getTime() / 1000) - 1;
+    const body = await getJSON("api/v1/series", { from: to - (r.points - 1) * r.stepSeconds, to, step: r.step });
+    if (range !== state.range) return; // switched meanwhile
+    state.series = body;
+    drawSeries();
+  }
+
+  // statusOf returns a point's requests by class [1xx..5xx], or null when
+  // the series has no status classes.
+  function statusOf(p) {
+    const s = p.status;
+    if (Array.isArray(s) && s.length === 5) return s.map(Number);
+    const o = s && typeof s === "object" ? s : p;
+    if (STATUS_CLASSES.some((k) => typeof o[k] === "number")) return STATUS_CLASSES.map((k) => Number(o[k] || 0));
+    return null;
+  }
+
+  const niceMax = (v) => {
+    if (v <= 4) return 4;
+    const e = Math.pow(10, Math.floor(Math.log10(v)));
+    for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * e >= v) return m * e;
+    return 10 * e;
+  };
+
+  const tickLabel = (t) => (state.range === "month" ? dayName(t) : hhmm(t));
+
+  function drawSeries() {
+    const chart = $("chart");
+    const body = state.series;
+    const summary = $("chart-summary");
+    const rows = [];
+    if (!body || !Array.isArray(body.points)) {
+      chart.replaceChildren(svg("text", { x: 12, y: 24, class: "empty" }, "History is not available."));
+      summary.textContent = "History is not available.";
+      $("chart-table").tBodies[0].replaceChildren();
+      $("status-block").hidden = true;
+      return;
+    }
+    const pts = body.points.map((p) => ({ t: new Date(p.t), requests: p.requests, pageviews: p.pageviews, visitors: p.visitors, status: statusOf(p) }));
+    const W = Math.max(chart.clientWidth, 300);
+    const H = Math.max(chart.clientHeight, 150);
+    const m = { l: 48, r: 12, t: 10, b: 24 };
+    const max = niceMax(Math.max(0, ...pts.map((p) => Math.max(p.requests, p.pageviews, p.visitors))));
+    const x = (i) => m.l + (pts.length > 1 ? (i * (W - m.l - m.r)) / (pts.length - 1) : (W - m.l - m.r) / 2);
+    const y = (v) => H - m.b - (v * (H - m.t - m.b)) / max;
+    chart.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    const nodes = [];
+    for (let k = 0; k <= 4; k++) {
+      const v = (max * k) / 4;
+      nodes.push(svg("line", { x1: m.l, x2: W - m.r, y1: y(v), y2: y(v), class: "grid" }));
+      nodes.push(svg("text", { x: m.l - 6, y: y(v) + 4, class: "ylabel" }, number.format(v)));
+    }
+    const ticks = Math.min(6, pts.length);
+    for (let k = 0; k < ticks; k++) {
+      const i = ticks > 1 ? Math.round((k * (pts.length - 1)) / (ticks - 1)) : 0;
+      const anchor = ticks > 1 && k === 0 ? "start" : ticks > 1 && k === ticks - 1 ? "end" : "middle";
+      nodes.push(svg("text", { x: x(i), y: H - 6, class: "xlabel", "text-anchor": anchor }, tickLabel(pts[i].t)));
+    }
+    for (const key of ["requests", "pageviews", "visitors"]) {
+      const d = pts.map((p, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(p[key]).toFixed(1)}`).join("");
+      if (pts.length) nodes.push(svg("path", { d, class: `line ${key}` }));
+      if (pts.length <= 31) for (let i = 0; i < pts.length; i++) nodes.push(svg("circle", { cx: x(i), cy: y(pts[i][key]), r: 2.5, class: `dot ${key}` }));
+    }
+    const cursor = svg("line", { x1: 0, x2: 0, y1: m.t, y2: H - m.b, class: "cursor", visibility: "hidden" });
+    nodes.push(cursor);
+    chart.replaceChildren(...nodes);
+
+    let requests = 0, pageviews = 0, peak = 0;
+    for (const p of pts) {
+      requests += p.requests;
+      pageviews += p.pageviews;
+      peak = Math.max(peak, p.visitors);
+      const tr = el("tr");
+      tr.append(el("th", "", p.t.toLocaleString("en-GB")), el("td", "", String(p.requests)), el("td", "", String(p.pageviews)), el("td", "", String(p.visitors)));
+      rows.push(tr);
+    }
+    $("chart-table").tBodies[0].replaceChildren(...rows);
+    const r = RANGES[state.range];
+    summary.textContent = `${r.label[0].toUpperCase()}${r.label.slice(1)}: ${plural(requests, "request", "requests")}, ${plural(pageviews, "page view", "page views")}; at most ${plural(peak, "visitor", "visitors")} in one step${body.approximate_visitors ? " (visitors partly estimated)" : ""}.`;
+
+    const hover = $("chart-hover");
+    const show = (ev) => {
+      const box = chart.getBoundingClientRect();
+      const px = ((ev.clientX - box.left) * W) / box.width;
+      const i = Math.max(0, Math.min(pts.length - 1, Math.round(((px - m.l) * (pts.length - 1)) / (W - m.l - m.r))));
+      const p = pts[i];
+      if (!p) return;
+      cursor.setAttribute("x1", x(i));
+      cursor.setAttribute("x2", x(i));
+      cursor.setAttribute("visibility", "visible");
+      const when = state.range === "month" ? p.t.toLocaleDateString("en-GB") : `${p.t.toLocaleDateString("en-GB")} ${hhmm(p.t)}`;
+      hover.textContent = `${when}: ${plural(p.requests, "request", "requests")}, ${plural(p.pageviews, "page view", "page views")}, ${plural(p.visitors, "visitor", "visitors")}`;
+    };
+    chart.onmousemove = show;
+    chart.onmouseleave = () => {
+      cursor.setAttribute("visibility", "hidden");
+      hover.textContent = "\u00a0";
+    };
+    drawStatus(pts, x, W);
+  }
+
+  // drawStatus draws requests by status class as stacked bars, when the
+  // series has them; it hides the block otherwise.
+  function drawStatus(pts, x, W) {
+    const block = $("status-block");
+    if (!pts.length || pts.some((p) => !p.status)) {
+      block.hidden = true;
+      return;
+    }
+    block.hidden = false;
+    const chart = $("status-chart");
+    const H = Math.max(chart.clientHeight, 60);
+    const max = Math.max(1, ...pts.map((p) => p.status.reduce((a, b) => a + b, 0)));
+    const bw = Math.max(1, (W - 60) / pts.length - 1);
+    const nodes = [];
+    pts.forEach((p, i) => {
+      let top = H - 4;
+      p.status.forEach((n, c) => {
+        if (!n) return;
+        const h = (n * (H - 8)) / max;
+        top -= h;
+        const r = svg("rect", { x: x(i) - bw / 2, y: top, width: bw, height: h, class: `s${c + 1}` });
+        r.append(svg("title", {}, `${STATUS_CLASSES[c]}: ${number.format(n)}`));
+        nodes.push(r);
+      });
+    });
+    chart.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    chart.replaceChildren(...nodes);
+  }
+
+  function chooseRange(range) {
+    state.range = range;
+    for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-pressed", String(b.dataset.range === range));
+    loadSeries();
+  }
+
+  // loadDay shows the top pages of the chosen day, where the daemon keeps
+  // them (GET /api/v1/pages?from=&to=).
+  async function loadDay() {
+    const v = $("day").value;
+    const note = $("day-note");
+    if (!v) return;
+    const [yy, mm, dd] = v.split("-").map(Number);
+    const from = new Date(yy, mm - 1, dd);
+    const to = new Date(yy, mm - 1, dd + 1);
+    const body = await getJSON("api/v1/pages", { from: Math.floor(from / 1000), to: Math.floor(to / 1000) - 1, limit: 10 });
+    if ($("day").value !== v) return;
+    if (!body || !Array.isArray(body.pages)) {
+      $("day-pages").replaceChildren();
+      note.textContent = "History of pages not available.";
+      note.hidden = false;
+      return;
+    }
+    renderPages($("day-pages"), note, body.pages);
+    note.textContent = "No page views on this day.";
+  }
+
+  // ---- the daemon's state -------------------------------------------------
+
+  async function loadStatus() {
+    const st = await getJSON("api/v1/status");
+    if (!st) {
+      $("files-note").textContent = "Status not available.";
+      $("files-note").hidden = false;
+      return;
+    }
+    const files = (st.files || []).map((f) => {
+      const tr = el("tr");
+      const name = el("td", "path", f.path);
+      name.title = `${f.path} (${f.fingerprint})`;
+      const lag = el("td", "num", bytes(f.lag_bytes));
+      if (f.lag_bytes > 0) lag.classList.add("warn");
+      tr.append(name, el("td", `state ${f.state}`, f.state), el("td", "num", bytes(f.offset)), lag);
+      return tr;
+    });
+    $("files").tBodies[0].replaceChildren(...files);
+    $("files-note").textContent = "No files are followed.";
+    $("files-note").hidden = files.length > 0;
+
+    const s = st.store || {};
+    const facts = [["State", s.state || "?"], ["Commits", number.format(s.commits || 0)],
+      ["Last commit", s.last_commit && !s.last_commit.startsWith("0001") ? clock(new Date(s.last_commit)) : "none yet"], ["File", s.path || "?"]];
+    if (s.error) facts.push(["Error", s.error]);
+    $("store").replaceChildren(...facts.flatMap(([k, v]) => {
+      const dd = el("dd", k === "State" ? `state ${v}` : "", v);
+      return [el("dt", "", k), dd];
+    }));
+
+    const reasons = Object.entries((st.lines && st.lines.rejected_by_reason) || {}).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    $("reasons").tBodies[0].replaceChildren(...reasons.map(([k, n]) => {
+      const tr = el("tr");
+      tr.append(el("td", "", k), el("td", "num", number.format(n)));
+      return tr;
+    }));
+    $("reasons-note").hidden = reasons.length > 0;
+    $("samples").replaceChildren(...(st.rejected_samples || []).slice(-3).reverse().map((r) => {
+      const li = el("li");
+      li.append(el("span", "reason", r.reason), el("code", "", r.line));
+      return li;
+    }));
+    const lines = st.lines || {};
+    $("foot").textContent = `logtally ${st.version || ""} · up ${duration(Math.max(1, Math.round(st.uptime_seconds || 0)))} · ${plural(lines.read || 0, "line", "lines")} read, ${number.format(lines.parsed || 0)} parsed, ${number.format(lines.rejected || 0)} rejected`;
+  }
+
+  // ---- sites and the widget -----------------------------------------------
+
+  // loadSites shows the site selector once the daemon has sites
+  // (GET /api/v1/sites); until then there is one site and no selector.
+  async function loadSites() {
+    const body = await getJSON("api/v1/sites");
+    const list = body && (Array.isArray(body) ? body : body.sites);
+    if (!Array.isArray(list) || list.length === 0) return;
+    const names = list.map((s) => (typeof s === "string" ? s : s.name)).filter((s) => typeof s === "string");
+    const select = $("site");
+    select.replaceChildren(...names.map((n) => {
+      const o = el("option", "", n);
+      o.value = n;
+      return o;
+    }));
+    state.site = names[0];
+    $("site-picker").hidden = false;
+    select.addEventListener("change", () => {
+      state.site = select.value;
+      state.windowEnd = null;
+      connect();
+      loadStatus();
+    });
+    connect();
+  }
+
+  async function loadWidget() {
+    try {
+      const r = await fetch(new URL("ui/widget.html", document.baseURI));
+      if (r.ok) $("widget").textContent = await r.text();
+    } catch (e) { /* the section stays empty */ }
+    $("copy").addEventListener("click", async () => {
+      const text = $("widget").textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        $("copy").textContent = "Copied";
+      } catch (e) {
+        // No clipboard access (not a secure context): select it to copy by hand.
+        const range = document.createRange();
+        range.selectNodeContents($("widget"));
+        const sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        $("copy").textContent = "Selected: press Ctrl+C";
+      }
+      setTimeout(() => { $("copy").textContent = "Copy"; }, 2000);
+    });
+  }
+
+  // ---- start ----------------------------------------------------------------
+
+  for (const b of document.querySelectorAll(".tabs button")) b.addEventListener("click", () => chooseRange(b.dataset.range));
+  $("day").addEventListener("change", () => {
+    state.dayChosen = true;
+    loadDay();
+  });
+  let resized = 0;
+  window.addEventListener("resize", () => {
+    clearTimeout(resized);
+    resized = setTimeout(drawSeries, 100);
+  });
+  connect();
+  loadSites();
+  loadStatus();
+  setInterval(loadStatus, STATUS_MS);
+  setInterval(() => {
+    if (state.windowEnd && Date.now() - state.seriesAt >= RANGES[state.range].refresh) loadSeries();
+  }, 5000);
+  setInterval(() => { if (state.dayChosen || state.windowEnd) loadDay(); }, 60000);
+  loadWidget();
+})();
