@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -241,7 +242,7 @@ func scriptEnv(ts *testscript.TestScript) []string {
 
 // runCurl does what curl does with the flags the README uses.
 func runCurl(ts *testscript.TestScript, args []string) string {
-	method, include := http.MethodGet, false
+	method, include, stream := http.MethodGet, false, false
 	header := http.Header{}
 	var url string
 	for i := 0; i < len(args); i++ {
@@ -251,6 +252,8 @@ func runCurl(ts *testscript.TestScript, args []string) string {
 			include = true
 		case a == "-si" || a == "-is":
 			include = true
+		case a == "-sN" || a == "-N":
+			stream = true // an event stream: shown up to its first event
 		case a == "-X" && i+1 < len(args):
 			i++
 			method = args[i]
@@ -277,8 +280,13 @@ func runCurl(ts *testscript.TestScript, args []string) string {
 	resp, err := http.DefaultClient.Do(req)
 	ts.Check(err)
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	ts.Check(err)
+	var body []byte
+	if stream {
+		body = firstEvent(ts, resp.Body)
+	} else {
+		body, err = io.ReadAll(resp.Body)
+		ts.Check(err)
+	}
 	var out strings.Builder
 	if include {
 		fmt.Fprintf(&out, "%s %s\n", resp.Proto, resp.Status)
@@ -300,6 +308,25 @@ func runCurl(ts *testscript.TestScript, args []string) string {
 	}
 	out.Write(body)
 	return out.String()
+}
+
+// firstEvent reads a Server-Sent Events stream up to the blank line that
+// ends its first event, as a person watching `curl -N` sees it before
+// pressing Ctrl-C.
+func firstEvent(ts *testscript.TestScript, r io.Reader) []byte {
+	var out bytes.Buffer
+	sc := bufio.NewScanner(r)
+	data := false
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "data:") {
+			data = true
+		} else if sc.Text() == "" && data {
+			return out.Bytes()
+		}
+	}
+	ts.Fatalf("event stream ended before its first event: %v\n%s", sc.Err(), out.String())
+	return nil
 }
 
 // shellWords splits a command line into words as sh does, for the quoting
