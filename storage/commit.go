@@ -174,13 +174,7 @@ func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
 			return err
 		}
 	}
-	r.Requests += d.Requests
-	r.PageViews += d.PageViews
-	r.Bytes += d.Bytes
-	r.Rejected += d.Rejected
-	for i := range r.Status {
-		r.Status[i] += d.Status[i]
-	}
+	r.addTotals(d.Requests, d.PageViews, d.Bytes, d.Rejected, &d.Status)
 	if d.hll != nil {
 		if err := r.sketch().Merge(d.hll); err != nil {
 			return err

@@ -271,26 +271,20 @@ func logKey(day uint32, seq uint64) []byte {
 }
 
 // appendLog appends a day's page views per path to the log, cut in values
-// of about logValueSize: version; uvarint n; n x (uvarint length, path,
-// uvarint views). It returns the bytes written.
+// of about logValueSize: version, then a path list (codec.go). It returns
+// the bytes written.
 func appendLog(lb *bolt.Bucket, a *arena, day uint32, b *logtally.Batch, paths []pathDelta) (int64, error) {
 	lb.FillPercent = 1 // appended in key order
 	var total int64
 	for len(paths) > 0 {
 		size, n := 1+binary.MaxVarintLen64, 0
 		for n < len(paths) && (n == 0 || size < logValueSize) {
-			name := pathName(b, paths[n].id)
-			size += uvarintLen(uint64(len(name))) + len(name) + uvarintLen(uint64(paths[n].n))
+			size += entrySize(pathName(b, paths[n].id), paths[n].n)
 			n++
 		}
-		v := a.alloc(size)
-		v = append(v, logEncoding)
-		v = binary.AppendUvarint(v, uint64(n))
+		v := binary.AppendUvarint(append(a.alloc(size), logEncoding), uint64(n))
 		for _, pc := range paths[:n] {
-			name := pathName(b, pc.id)
-			v = binary.AppendUvarint(v, uint64(len(name)))
-			v = append(v, name...)
-			v = binary.AppendUvarint(v, uint64(pc.n))
+			v = appendEntry(v, pathName(b, pc.id), pc.n)
 		}
 		seq, err := lb.NextSequence()
 		if err != nil {
@@ -312,18 +306,7 @@ func decodeLog(v []byte, fn func(path []byte, n int64)) error {
 		return fmt.Errorf("path log version: %w", ErrCorrupt)
 	}
 	d := decoder{b: v[1:]}
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		return fmt.Errorf("path log: %w", ErrCorrupt)
-	}
-	for range n {
-		p := d.bytes()
-		c := d.uvarint()
-		if d.err != nil {
-			break
-		}
-		fn(p, int64(c))
-	}
+	d.pathList(fn)
 	if d.err != nil || len(d.b) != 0 {
 		return fmt.Errorf("path log: %w", ErrCorrupt)
 	}
@@ -622,17 +605,11 @@ func (s *Store) loadSet(tx *bolt.Tx, prefix []byte, pd *pendingDay) (*daySet, er
 	other := []byte(logtally.OtherPath)
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		d := decoder{b: v}
-		n := d.uvarint()
-		for range n {
-			p := d.bytes()
-			d.uvarint()
-			if d.err != nil {
-				break
-			}
+		d.pathList(func(p []byte, _ int64) {
 			if !bytes.Equal(p, other) {
 				set.hashes[maphash.Bytes(s.seed, p)] = struct{}{}
 			}
-		}
+		})
 		if d.err != nil || len(d.b) != 0 {
 			return nil, fmt.Errorf("path shard: %w", ErrCorrupt)
 		}
@@ -675,7 +652,7 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 	slices.Sort(days)
 	days = slices.Compact(days)
 	s.pending.sortOrder()
-	shards := make([][]pathCount, pathShards)
+	shards := make([][]logtally.PageCount, pathShards)
 	for _, day := range days {
 		if day < floor && day > folded {
 			continue // expired and not folded: nowhere to go
@@ -687,7 +664,7 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 			for _, i := range s.pending.order { // sorted already
 				if n := pd.get(i); n != 0 {
 					sh := s.pending.shard[i]
-					shards[sh] = append(shards[sh], pathCount{s.pending.names[i], n})
+					shards[sh] = append(shards[sh], logtally.PageCount{Path: s.pending.names[i], PageViews: n})
 				}
 			}
 		}
@@ -698,7 +675,7 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 					for _, pc := range d.paths {
 						name := pathName(extra.b, pc.id)
 						sh := shardOf(name)
-						shards[sh] = append(shards[sh], pathCount{name, pc.n})
+						shards[sh] = append(shards[sh], logtally.PageCount{Path: name, PageViews: pc.n})
 						touched[sh] = true
 					}
 				}
@@ -743,15 +720,15 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 }
 
 // sumSorted sorts a shard's delta by path and adds up repeated paths.
-func sumSorted(delta []pathCount) []pathCount {
+func sumSorted(delta []logtally.PageCount) []logtally.PageCount {
 	if len(delta) < 2 {
 		return delta
 	}
-	slices.SortFunc(delta, func(a, b pathCount) int { return cmp.Compare(a.path, b.path) })
+	slices.SortFunc(delta, byPath)
 	out := delta[:1]
 	for _, e := range delta[1:] {
-		if last := &out[len(out)-1]; last.path == e.path {
-			last.n += e.n
+		if last := &out[len(out)-1]; last.Path == e.Path {
+			last.PageViews += e.PageViews
 		} else {
 			out = append(out, e)
 		}
