@@ -447,7 +447,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now ti
 	counters := s.bucket(tx, bucketCounters)
 	lb := s.bucket(tx, bucketPathLog)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location))
+	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
 	s.translate(b)
 	s.uses++
 	ch := &logChange{b: b}
@@ -634,7 +634,7 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 	lb := s.bucket(tx, bucketPathLog)
 	counters := s.bucket(tx, bucketCounters)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location))
+	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
 	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
 
 	days := slices.Collect(func(yield func(uint32) bool) {
@@ -736,10 +736,10 @@ func sumSorted(delta []logtally.PageCount) []logtally.PageCount {
 	return out
 }
 
-// Compact merges the path log into the per-path shards in a transaction of
+// compact merges the path log into the per-path shards in a transaction of
 // its own. Commit asks RunPruner for it when the log grows; Prune runs it
 // too. There is nothing to do once the log is empty, so it is idempotent.
-func (s *Store) Compact(ctx context.Context) error {
+func (s *Store) compact(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -748,7 +748,7 @@ func (s *Store) Compact(ctx context.Context) error {
 	if len(s.pending.days) == 0 {
 		return nil
 	}
-	now := s.cfg.Now()
+	now := s.now()
 	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) { return s.compactTx(tx, now, nil) })
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)

@@ -35,11 +35,11 @@ func commitViews(t *testing.T, s *Store, views []view) {
 // reopen closes s and opens its file again with the same configuration.
 func reopen(t *testing.T, s *Store) *Store {
 	t.Helper()
-	cfg := s.cfg
+	cfg, now := s.cfg, s.now
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return mustOpen(t, cfg)
+	return mustOpenAt(t, cfg, now)
 }
 
 // checkPending fails unless pending is exactly the sum of the log values.
@@ -152,7 +152,7 @@ func TestPathCountsEqualRecount(t *testing.T) {
 		check(fmt.Sprintf("step %d, after commit", step))
 		switch step % 6 {
 		case 1:
-			if err := s.Compact(context.Background()); err != nil {
+			if err := s.compact(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if n := logSize(t, s); n != 0 {
@@ -212,7 +212,7 @@ func TestDayCapAdmitsFirstPaths(t *testing.T) {
 				order = append(order, fresh)
 				commitViews(t, s, views)
 				if c%5 == 4 {
-					if err := s.Compact(context.Background()); err != nil {
+					if err := s.compact(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -252,7 +252,7 @@ func TestDayCapAdmitsFirstPaths(t *testing.T) {
 				}
 				seen += len(fresh)
 			}
-			if err := s.Compact(context.Background()); err != nil {
+			if err := s.compact(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if after := answers(t, s, all, t0); !slices.EqualFunc(after, before, slices.Equal) {
@@ -301,7 +301,7 @@ func TestRestartWithUncompactedLog(t *testing.T) {
 	}
 	// Admission goes on from the reopened pending counts: still 20 paths.
 	commitViews(t, s, []view{{0, "/late/1"}, {0, paths[0]}})
-	if err := s.Compact(context.Background()); err != nil {
+	if err := s.compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := answers(t, s, append(slices.Clone(paths), "/late/1"), t0)[0]
@@ -377,7 +377,7 @@ func TestCrashCopyHasLogAndPositions(t *testing.T) {
 // its own transaction, so that no answer changes later.
 func TestLateLinesAtAllTimeCap(t *testing.T) {
 	now := fixedNow()
-	s := mustOpen(t, Config{MaxPaths: 3, Now: func() time.Time { return now }})
+	s := mustOpenAt(t, Config{MaxPaths: 3}, func() time.Time { return now })
 	commitViews(t, s, []view{{0, "/a"}, {1, "/b"}, {2, "/a"}})
 	if _, err := s.Prune(context.Background()); err != nil { // folds t0's day
 		t.Fatal(err)
@@ -488,7 +488,7 @@ func TestDaySetsEvicted(t *testing.T) {
 			t.Errorf("day %d: %d paths admitted, want %d", d, admitted, limit)
 		}
 	}
-	if err := s.Compact(context.Background()); err != nil {
+	if err := s.compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	after := answers(t, s, all, t0, t0.Add(24*time.Hour), t0.Add(48*time.Hour), t0.Add(72*time.Hour))
@@ -502,7 +502,7 @@ func TestDaySetsEvicted(t *testing.T) {
 func TestUpgradeFromSchema1(t *testing.T) {
 	s := mustOpen(t, Config{})
 	commitViews(t, s, []view{{0, "/a"}})
-	s.Compact(context.Background())
+	s.compact(context.Background())
 	path := s.cfg.Path
 	s.Close()
 	db, err := bolt.Open(path, 0o600, nil)
@@ -552,7 +552,7 @@ func TestPathCountsDuringCompaction(t *testing.T) {
 				return
 			}
 			if i%3 == 0 {
-				if err := s.Compact(context.Background()); err != nil {
+				if err := s.compact(context.Background()); err != nil {
 					done <- err
 					return
 				}
@@ -605,7 +605,7 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 		select {
 		case <-s.wake:
 			compactions++
-			if err := s.Compact(t.Context()); err != nil {
+			if err := s.compact(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 		default:

@@ -184,7 +184,7 @@ var allTimePrefix = []byte{}
 func (s *Store) foldDay(day []byte) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	now := s.cfg.Now()
+	now := s.now()
 	return s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
 		ch, err := s.compactTx(tx, now, nil)
 		if err != nil {

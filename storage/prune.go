@@ -22,7 +22,7 @@ const pruneBatch = 1000
 // than ExactVisitorsSpan behind the newest minute. It returns how many keys
 // it deleted.
 func (s *Store) Prune(ctx context.Context) (int, error) {
-	now := s.cfg.Now()
+	now := s.now()
 	type job struct {
 		name []byte
 		end  []byte // delete keys before this
@@ -30,15 +30,15 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	jobs := []job{
 		{bucketMinutes, minuteKey(now.Add(-s.cfg.MinuteRetention))},
 		{bucketHours, u64(uint64(logtally.FloorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)))},
-		{bucketDayPaths, dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location)},
+		{bucketDayPaths, dayKey(now.Add(-s.cfg.HourRetention), s.loc)},
 	}
 	if s.cfg.DayRetention > 0 {
-		jobs = append(jobs, job{bucketDays, dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)})
+		jobs = append(jobs, job{bucketDays, dayKey(now.Add(-s.cfg.DayRetention), s.loc)})
 	}
-	if err := s.Compact(ctx); err != nil {
+	if err := s.compact(ctx); err != nil {
 		return 0, err
 	}
-	if err := s.foldDays(dayKey(now, s.cfg.Location)); err != nil {
+	if err := s.foldDays(dayKey(now, s.loc)); err != nil {
 		return 0, err
 	}
 	last, ok, err := s.Last()
@@ -141,7 +141,7 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 			case <-ctx.Done():
 				return
 			case <-s.wake:
-				if err := s.Compact(ctx); err != nil && ctx.Err() == nil {
+				if err := s.compact(ctx); err != nil && ctx.Err() == nil {
 					log.Warn("compact", "err", err)
 				}
 			case <-t.C:

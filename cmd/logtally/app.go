@@ -178,9 +178,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			}
 		}
 	}
-	storeCfg := m.Store
-	storeCfg.Now = m.Now
-	if m.store, err = storage.OpenConfig(storeCfg); err != nil {
+	if m.store, err = storage.Open(m.Store, m.Now); err != nil {
 		return err
 	}
 	classifier, err := classify.New(m.Rules, m.store.Salt())
