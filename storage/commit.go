@@ -99,17 +99,12 @@ func (s *Store) Commit(b *logtally.Batch) error {
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	if s.wantsCompaction() {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+	if s.log.wantsCompaction() {
+		s.log.askCompaction()
 	}
-	s.mu.Lock()
 	for minute := range b.Minutes() {
 		s.touched[minute] = now
 	}
-	s.mu.Unlock()
 	return nil
 }
 

@@ -60,15 +60,15 @@ func checkPending(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.pathMu.RLock()
-	defer s.pathMu.RUnlock()
+	s.log.mu.RLock()
+	defer s.log.mu.RUnlock()
 	got := make(map[uint32]map[string]int64)
 	entries := 0
-	for day, pd := range s.pending.days {
+	for day, pd := range s.log.days {
 		got[day] = make(map[string]int64)
 		for i, n := range pd.views {
 			if n != 0 {
-				got[day][s.pending.names[i]] = n
+				got[day][s.log.dict.names[i]] = n
 				entries++
 			}
 		}
@@ -76,8 +76,8 @@ func checkPending(t *testing.T, s *Store) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("pending differs from the log:\n got %v\nwant %v", got, want)
 	}
-	if s.pending.bytes != size || s.pending.paths != entries {
-		t.Errorf("pending holds %d bytes, %d counts; the log %d bytes, %d counts", s.pending.bytes, s.pending.paths, size, entries)
+	if s.log.bytes != size || s.log.paths != entries {
+		t.Errorf("pending holds %d bytes, %d counts; the log %d bytes, %d counts", s.log.bytes, s.log.paths, size, entries)
 	}
 }
 
@@ -427,19 +427,19 @@ func TestPathLogBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-s.wake:
+		case <-s.log.wake:
 			woken = true
 		default:
 		}
-		p := s.pending
+		p := s.log
 		if p.paths > compactHardPaths || p.bytes > compactHardBytes || len(p.days) > maxPendingDays {
 			t.Fatalf("commit %d: pending holds %d counts, %d bytes, %d days", c, p.paths, p.bytes, len(p.days))
 		}
-		if len(p.names) > compactHardPaths+perCommit {
-			t.Fatalf("commit %d: dictionary of %d paths", c, len(p.names))
+		if p.dict.len() > compactHardPaths+perCommit {
+			t.Fatalf("commit %d: dictionary of %d paths", c, p.dict.len())
 		}
-		if len(s.sets) > maxDaySets {
-			t.Fatalf("commit %d: %d admission sets", c, len(s.sets))
+		if len(s.log.sets) > maxDaySets {
+			t.Fatalf("commit %d: %d admission sets", c, len(s.log.sets))
 		}
 	}
 	if !woken {
@@ -472,8 +472,8 @@ func TestDaySetsEvicted(t *testing.T) {
 			truth[p]++
 		}
 		commitViews(t, s, views)
-		if len(s.sets) > maxDaySets {
-			t.Fatalf("%d admission sets", len(s.sets))
+		if len(s.log.sets) > maxDaySets {
+			t.Fatalf("%d admission sets", len(s.log.sets))
 		}
 	}
 	before := answers(t, s, all, t0, t0.Add(24*time.Hour), t0.Add(48*time.Hour), t0.Add(72*time.Hour))
@@ -601,9 +601,9 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 		if err := s.Commit(b); err != nil {
 			t.Fatal(err)
 		}
-		maxLog = max(maxLog, s.pending.bytes)
+		maxLog = max(maxLog, s.log.bytes)
 		select {
-		case <-s.wake:
+		case <-s.log.wake:
 			compactions++
 			if err := s.compact(t.Context()); err != nil {
 				t.Fatal(err)
@@ -619,8 +619,8 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 			return nil
 		})
 	})
-	if compactions < 2 || s.compactAt != max(shards, compactMinBytes) || maxLog > 2*compactMinBytes {
-		t.Errorf("%d compactions; log up to %d bytes, compacted at %d; shards %d bytes", compactions, maxLog, s.compactAt, shards)
+	if compactions < 2 || s.log.compactAt != max(shards, compactMinBytes) || maxLog > 2*compactMinBytes {
+		t.Errorf("%d compactions; log up to %d bytes, compacted at %d; shards %d bytes", compactions, maxLog, s.log.compactAt, shards)
 	}
 }
 
@@ -649,4 +649,63 @@ func TestFileGrowsInSmallSteps(t *testing.T) {
 	if sp.File < 2<<20 || sp.InUse > sp.File || fi.Size() > sp.File+2*allocSize {
 		t.Errorf("file %d bytes, data up to %d, %d in use", fi.Size(), sp.File, sp.InUse)
 	}
+}
+
+// TestNumberingHints checks that a commit's path numbers always name the
+// batch's paths in the dictionary, whatever the hints left by earlier
+// commits: with another batch, after the dictionary was emptied and filled
+// in another order, and for paths new to it.
+func TestNumberingHints(t *testing.T) {
+	d := &dict{slot: make(map[string]int32)}
+	var nb numbering
+	check := func(when string, names []string) {
+		t.Helper()
+		nb.start(d, names)
+		defer nb.reset()
+		for id, p := range names {
+			sl := nb.number(int32(id))
+			if got, ok := nameOf(d, &nb, sl); !ok || got != p {
+				t.Errorf("%s: %s numbered %d, which names %q", when, p, sl, got)
+			}
+			if again := nb.number(int32(id)); again != sl {
+				t.Errorf("%s: %s numbered %d, then %d", when, p, sl, again)
+			}
+		}
+		if i := slices.Index(names, logtally.OtherPath); i >= 0 && nb.number(otherID) != nb.number(int32(i)) {
+			t.Errorf("%s: %s has two numbers", when, logtally.OtherPath)
+		}
+		for _, p := range nb.fresh {
+			d.insert(p) // as applying the change does
+		}
+	}
+	a := []string{"/a", "/b", "/c"}
+	check("first commit", a)
+	check("same batch", a)
+	check("another batch", []string{"/c", "/a", "/d", logtally.OtherPath})
+	check("back to the first", a)
+	d.clear()
+	for _, p := range []string{"/x", "/c", "/b"} {
+		d.insert(p)
+	}
+	check("after the dictionary was emptied", a)
+	// A commit that failed leaves hints to numbers that were never given.
+	nb.start(d, []string{"/e", "/f"})
+	nb.number(0)
+	nb.number(1)
+	nb.reset()
+	d.insert("/f")
+	check("after a failed commit", []string{"/e", "/f"})
+}
+
+// nameOf returns the path number sl names in d, or among nb's fresh paths.
+func nameOf(d *dict, nb *numbering, sl int32) (string, bool) {
+	switch {
+	case sl < 0:
+		return "", false
+	case int(sl) < d.len():
+		return d.names[sl], true
+	case int(sl)-d.len() < len(nb.fresh):
+		return nb.fresh[int(sl)-d.len()], true
+	}
+	return "", false
 }

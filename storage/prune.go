@@ -96,7 +96,7 @@ const recentWrite = 10 * time.Minute
 // compactVisitors drops the exact visitor sets of minutes before end that no
 // commit wrote in the last recentWrite.
 func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) (int, error) {
-	s.mu.Lock()
+	s.writeMu.Lock()
 	recent := make(map[int64]bool)
 	for m, t := range s.touched {
 		if now.Sub(t) < recentWrite {
@@ -105,7 +105,7 @@ func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) 
 			delete(s.touched, m)
 		}
 	}
-	s.mu.Unlock()
+	s.writeMu.Unlock()
 	keep := func(k []byte) bool { return recent[int64(binary.BigEndian.Uint64(k))] }
 	return s.deleteAllBefore(ctx, bucketVisitors, end, keep)
 }
@@ -140,7 +140,7 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 			select {
 			case <-ctx.Done():
 				return
-			case <-s.wake:
+			case <-s.log.wake:
 				if err := s.compact(ctx); err != nil && ctx.Err() == nil {
 					log.Warn("compact", "err", err)
 				}

@@ -159,35 +159,31 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 // path log holds for them.
 func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
 	out := make([]logtally.PathCount, len(paths))
+	for i, p := range paths {
+		out[i].Path = p
+	}
 	dk := dayKey(day, s.loc)
 	floor := uint32Key(dayKey(s.now().Add(-s.cfg.HourRetention), s.loc))
-	// The transaction is opened under pathMu, so that pending matches the
-	// file it sees; pending is read before pathMu is let go.
-	s.pathMu.RLock()
+	// The transaction is opened under the path log's lock, so that its
+	// counts match the file it sees; they are read before the lock is let
+	// go.
+	s.log.mu.RLock()
 	tx, err := s.db.Begin(false)
 	if err != nil {
-		s.pathMu.RUnlock()
+		s.log.mu.RUnlock()
 		return nil, err
 	}
 	defer tx.Rollback()
 	folded := uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
-	for i, p := range paths {
-		out[i].Path = p
-		sl := s.pending.lookup(p)
-		if sl < 0 {
-			continue
+	s.log.counts(paths, func(i int, d uint32, n int64) {
+		if d >= floor || d <= folded { // as compaction will count it
+			out[i].Total += n
 		}
-		for d, pd := range s.pending.days {
-			n := pd.get(sl)
-			if d >= floor || d <= folded { // as compaction will count it
-				out[i].Total += n
-			}
-			if d == uint32Key(dk) && d >= floor {
-				out[i].Day += n
-			}
+		if d == uint32Key(dk) && d >= floor {
+			out[i].Day += n
 		}
-	}
-	s.pathMu.RUnlock()
+	})
+	s.log.mu.RUnlock()
 
 	pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
 	// Days not folded into the all-time shards yet; usually today alone.

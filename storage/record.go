@@ -336,6 +336,7 @@ type scratch struct {
 	buckets    []int32  // sortHashes
 	hashes     []uint64 // sortHashes
 	values     arena
+	numbers    numbering
 }
 
 // arena hands out the values a commit puts, from one buffer that the next
@@ -364,4 +365,5 @@ func (sc *scratch) reset() {
 	sc.pages.reset()
 	sc.day.reset()
 	sc.values.reset()
+	sc.numbers.reset()
 }

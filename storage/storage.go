@@ -22,7 +22,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"time"
 
@@ -72,6 +71,8 @@ var (
 
 	siteBuckets = [][]byte{bucketMinutes, bucketVisitors, bucketHours, bucketDays, bucketPaths,
 		bucketDayPaths, bucketCounters, bucketSeconds, bucketPathLog}
+
+	site = []byte(DefaultSite) // the one site served so far
 
 	keySchema = []byte("schema")
 	keySalt   = []byte("salt")
@@ -189,37 +190,16 @@ type Store struct {
 	loc  *time.Location   // days are calendar days here
 	now  func() time.Time // clock for retention
 	db   *bolt.DB
-	site []byte
 	salt uint64
-
-	mu      sync.Mutex
-	touched map[int64]time.Time // minute -> when a commit last wrote it
+	log  *pathLog
 
 	// writeMu is held by whatever writes counts or the path log (Commit,
-	// compaction, folding) for its whole length: the fields below it are
-	// the writer's.
+	// compaction, folding) for its whole length, and by whoever reads
+	// touched. It guards the fields below, and makes its holder the path
+	// log's writer.
 	writeMu sync.Mutex
 	scratch scratch
-	sets    map[uint32]*daySet // admission sets of days that may reach their cap
-	uses    uint64             // commits, to evict the least recently used set
-	seed    maphash.Seed       // of the admission sets' hashes
-
-	// pathMu orders readers of pending against a writer's commit: a writer
-	// holds it across the commit of a transaction that changes the path log
-	// and the matching change to pending; a reader holds it (shared) while
-	// it opens its transaction and reads pending.
-	pathMu  sync.RWMutex
-	pending *pending
-	wake    chan struct{} // Commit asks RunPruner for a compaction
-	// compactAt is the log size that asks for a compaction: about the size
-	// of the shards the last compaction rewrote (see wantsCompaction).
-	// Used under writeMu.
-	compactAt int64
-
-	// xlat maps the path numbers of the batch last committed (xlatEpoch)
-	// to pending's (xlatGen). Used under writeMu.
-	xlat               []int32
-	xlatEpoch, xlatGen uint64
+	touched map[int64]time.Time // minute -> when a commit last wrote it
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
@@ -245,14 +225,14 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	// truncate and a sync per MiB of data, which is nothing next to the
 	// commits that wrote it.
 	db.AllocSize = allocSize
-	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, site: []byte(DefaultSite),
-		touched: make(map[int64]time.Time), sets: make(map[uint32]*daySet), seed: maphash.MakeSeed(),
-		wake: make(chan struct{}, 1), compactAt: compactMinBytes}
+	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, log: newPathLog(),
+		touched: make(map[int64]time.Time)}
 	if err := db.Update(s.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
-	if err := db.View(s.loadPending); err != nil {
+	err = db.View(func(tx *bolt.Tx) error { return s.log.load(s.bucket(tx, bucketPathLog)) })
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
@@ -271,9 +251,9 @@ func (s *Store) init(tx *bolt.Tx) error {
 			return fmt.Errorf("salt: %w", ErrCorrupt)
 		}
 		s.salt = binary.BigEndian.Uint64(salt)
-		site := tx.Bucket(bucketSites).Bucket(s.site)
+		site := tx.Bucket(bucketSites).Bucket(site)
 		if site == nil {
-			return fmt.Errorf("site %s missing: %w", s.site, ErrCorrupt)
+			return fmt.Errorf("site %s missing: %w", site, ErrCorrupt)
 		}
 		if binary.BigEndian.Uint64(v) == 1 {
 			if _, err := site.CreateBucket(bucketPathLog); err != nil {
@@ -306,7 +286,7 @@ func (s *Store) init(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	site, err := sites.CreateBucket(s.site)
+	site, err := sites.CreateBucket(site)
 	if err != nil {
 		return err
 	}
@@ -326,7 +306,7 @@ func (s *Store) Salt() uint64 { return s.salt }
 
 // bucket returns one of the site's buckets.
 func (s *Store) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
-	return tx.Bucket(bucketSites).Bucket(s.site).Bucket(name)
+	return tx.Bucket(bucketSites).Bucket(site).Bucket(name)
 }
 
 // Position returns the committed read offset of a file, and whether there is

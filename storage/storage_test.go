@@ -219,9 +219,9 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(3*3600, 3, "/"), 200, 0, false) })
-	s.mu.Lock()
+	s.writeMu.Lock()
 	clear(s.touched) // as if the writes were long ago
-	s.mu.Unlock()
+	s.writeMu.Unlock()
 	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
