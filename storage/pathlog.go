@@ -78,17 +78,25 @@ type dayDelta struct {
 // day and path, the admission sets that decide which new paths a day takes,
 // and when to compact.
 //
-// A reader must see the counts and the file in step: the writer holds mu
-// across the commit of a transaction that changes the log and the matching
-// change to the counts; a reader holds it (shared) while it opens its
-// transaction and reads the counts.
+// Readers never wait on a commit, whose fsyncs take milliseconds. The
+// writer does not hold mu while a transaction commits: it publishes the
+// change the transaction makes before committing it, and applies it after,
+// each under a short lock. A reader pairs the counts with the file its own
+// read transaction sees by transaction id (see counts): if its file holds a
+// change not applied yet, it adds the published change itself; if its file
+// is older than the counts, it opens a newer transaction and asks again.
 type pathLog struct {
-	// mu guards what readers read: the dictionary's numbering and days.
-	// The writer (the holder of Store.writeMu) changes them under mu and
-	// reads them without it.
+	// mu guards what readers read: the dictionary's numbering, days, and
+	// the transaction ids. The writer (the holder of Store.writeMu) changes
+	// them under mu and reads them without it.
 	mu   sync.RWMutex
 	dict dict
 	days map[uint32]*pendingDay
+	// applied is the id of the last transaction that changed the log: the
+	// counts hold its change. next, if not nil, is the change of
+	// transaction nextTx, which is being committed.
+	applied, nextTx int
+	next            *logChange
 
 	// The rest is the writer's, used under Store.writeMu.
 	paths     int                // nonzero counts over all days
@@ -245,8 +253,8 @@ func (set *daySet) mark(i int32) {
 	set.known[i/64] |= 1 << (i % 64)
 }
 
-// logChange is what a write transaction does to the log, applied to the
-// counts and the admission sets once it has committed.
+// logChange is what a write transaction does to the log: published before
+// it commits, applied to the counts and the admission sets after.
 type logChange struct {
 	days  []loggedDay // a commit's page views as logged
 	fresh []string    // paths new to the dictionary, numbered from its length on
@@ -269,13 +277,31 @@ type loggedDay struct {
 	ids   []int32 // the batch's path numbers, or otherID
 }
 
-// apply brings the counts and the admission sets in step with a change
-// whose transaction has committed, numbering the paths new to the
-// dictionary. The caller is the writer and holds mu.
-func (l *pathLog) apply(ch *logChange) {
+// publish makes ch, the change of transaction txID, visible to readers
+// whose transaction sees it before it is applied, and numbers the paths new
+// to the dictionary. The caller is the writer, about to commit.
+func (l *pathLog) publish(ch *logChange, txID int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, p := range ch.fresh {
 		l.dict.insert(p)
 	}
+	l.next, l.nextTx = ch, txID
+}
+
+// withdraw forgets the published change: its transaction did not commit.
+// Numbers it gave new paths stay, unused.
+func (l *pathLog) withdraw() {
+	l.mu.Lock()
+	l.next = nil
+	l.mu.Unlock()
+}
+
+// apply brings the counts and the admission sets in step with the
+// published change, whose transaction has committed.
+func (l *pathLog) apply(ch *logChange) {
+	l.mu.Lock()
+	l.applied, l.next = l.nextTx, nil
 	emptied := false
 	if ch.compacted {
 		clear(l.days)
@@ -293,6 +319,8 @@ func (l *pathLog) apply(ch *logChange) {
 		}
 		l.bytes += ch.bytes
 	}
+	l.mu.Unlock()
+
 	if ch.compacted {
 		l.compactAt = min(max(ch.shardBytes, compactMinBytes), compactSoftBytes)
 	}
@@ -323,8 +351,23 @@ func (l *pathLog) apply(ch *logChange) {
 }
 
 // counts calls fn with the pending page views, per day, of each of paths
-// (by index). The caller holds mu, shared.
-func (l *pathLog) counts(paths []string, fn func(i int, day uint32, n int64)) {
+// (by index) that the file seen by read transaction txID holds in its log.
+// It reports false, having called fn for nothing, if the counts have moved
+// past that file: the caller opens a newer transaction and asks again.
+func (l *pathLog) counts(txID int, paths []string, fn func(i int, day uint32, n int64)) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if txID < l.applied {
+		return false
+	}
+	next := l.next
+	if next != nil && txID < l.nextTx {
+		next = nil // the file is from before it
+	}
+	if next != nil && next.compacted {
+		return true // the file holds the whole log in its shards
+	}
+	var wanted map[int32][]int // paths whose change next holds, by number
 	for i, p := range paths {
 		sl := l.dict.lookup(p)
 		if sl < 0 {
@@ -335,7 +378,24 @@ func (l *pathLog) counts(paths []string, fn func(i int, day uint32, n int64)) {
 				fn(i, day, n)
 			}
 		}
+		if next != nil {
+			if wanted == nil {
+				wanted = make(map[int32][]int)
+			}
+			wanted[sl] = append(wanted[sl], i)
+		}
 	}
+	if len(wanted) == 0 {
+		return true
+	}
+	for _, d := range next.days {
+		for j, sl := range d.slots {
+			for _, i := range wanted[sl] {
+				fn(i, d.day, d.paths[j].PageViews)
+			}
+		}
+	}
+	return true
 }
 
 // wantsCompaction reports whether the log has grown past its soft bounds.
@@ -360,7 +420,7 @@ func (l *pathLog) askCompaction() {
 
 // numbering gives the paths of the batch being committed their numbers in
 // the log's dictionary; the paths the dictionary lacks are given the
-// numbers after its own, which they take when the change is applied. It
+// numbers after its own, which they take when the change is published. It
 // is the writer's scratch, kept from one commit to the next.
 //
 // Looking every distinct path of a commit up in the dictionary would cost
@@ -516,9 +576,9 @@ func decodeLog(v []byte, fn func(path []byte, n int64)) error {
 	return nil
 }
 
-// load rebuilds the counts from the log, before any reader or writer uses
-// l.
-func (l *pathLog) load(lb *bolt.Bucket) error {
+// load rebuilds the counts from the log that tx sees, before any reader or
+// writer uses l.
+func (l *pathLog) load(tx *bolt.Tx, lb *bolt.Bucket) error {
 	c := lb.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) != 12 {
@@ -537,13 +597,14 @@ func (l *pathLog) load(lb *bolt.Bucket) error {
 		}
 		l.bytes += int64(len(v))
 	}
+	l.applied = tx.ID()
 	return nil
 }
 
 // writeTx runs fn in a write transaction and commits it. The caller holds
-// writeMu. If the transaction commits, the change to the path log that fn
-// returns is applied under the log's lock, taken before the commit so that
-// no reader sees the file and the counts out of step.
+// writeMu. The change to the path log that fn returns is published before
+// the commit and applied after it, so that the log's lock is never held
+// while the transaction commits.
 func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 	tx, err := s.db.Begin(true)
 	if err != nil {
@@ -554,14 +615,15 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 	if err != nil {
 		return err
 	}
-	s.log.mu.Lock()
-	defer s.log.mu.Unlock()
-	if err := tx.Commit(); err != nil {
+	if ch == nil {
+		return s.commit(tx)
+	}
+	s.log.publish(ch, tx.ID())
+	if err := s.commit(tx); err != nil {
+		s.log.withdraw()
 		return err
 	}
-	if ch != nil {
-		s.log.apply(ch)
-	}
+	s.log.apply(ch)
 	return nil
 }
 

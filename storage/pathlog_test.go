@@ -651,6 +651,144 @@ func TestFileGrowsInSmallSteps(t *testing.T) {
 	}
 }
 
+// TestReadersDoNotWaitForCommit holds a commit, then a compaction, at two
+// points of their transaction's commit, as a slow fsync would: before the
+// file changes (its pages being written and synced) and after it changed
+// but before the path log's counts follow (its meta page being synced).
+// PathCounts must answer at both, with what the file it reads holds: never
+// the log's page views twice or not at all.
+func TestReadersDoNotWaitForCommit(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		write func(s *Store) error
+		want  int64 // page views of /x once the write is in the file
+	}{
+		{"commit", func(s *Store) error {
+			b := logtally.NewBatch()
+			for i := range 3 {
+				addHit(b, page(int64(i), 1, "/x"), 200, 0, false)
+			}
+			addHit(b, page(3, 1, "/new"), 200, 0, false) // a path new to the dictionary
+			return s.Commit(b)
+		}, 5},
+		{"compaction", func(s *Store) error { return s.compact(context.Background()) }, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustOpen(t, Config{})
+			commitViews(t, s, []view{{0, "/x"}, {1, "/x"}})
+			held, release := make(chan string), make(chan struct{})
+			// stop lets a held write go if the test fails, so that
+			// the store can close.
+			stop := make(chan struct{})
+			t.Cleanup(func() { close(stop) })
+			hold := func(at string) {
+				select {
+				case held <- at:
+				case <-stop:
+					return
+				}
+				select {
+				case <-release:
+				case <-stop:
+				}
+			}
+			s.commit = func(tx *bolt.Tx) error {
+				hold("before the file changes")
+				err := tx.Commit()
+				hold("after the file changed")
+				return err
+			}
+			done := make(chan error)
+			go func() { done <- tt.write(s) }()
+
+			at := <-held
+			readWithin(t, s, at, "/x", 2)
+			release <- struct{}{}
+			at = <-held
+			readWithin(t, s, at, "/x", tt.want)
+			if tt.name == "commit" {
+				readWithin(t, s, at, "/new", 1)
+			}
+			release <- struct{}{}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			readWithin(t, s, "after the write", "/x", tt.want)
+			checkPending(t, s)
+		})
+	}
+}
+
+// readWithin checks a path's page views on t0's day, failing if PathCounts
+// does not answer while a write is held: a reader must not wait for it.
+func readWithin(t *testing.T, s *Store, at, path string, want int64) {
+	t.Helper()
+	type answer struct {
+		got []logtally.PathCount
+		err error
+	}
+	c := make(chan answer, 1)
+	go func() {
+		got, err := s.PathCounts([]string{path}, t0)
+		c <- answer{got, err}
+	}()
+	select {
+	case a := <-c:
+		if a.err != nil {
+			t.Fatalf("%s: %v", at, a.err)
+		}
+		if got := a.got[0]; got.Day != want || got.Total != want {
+			t.Errorf("%s: %s = %+v, want %d page views", at, path, got, want)
+		}
+	case <-time.After(10 * time.Second): // only when failing: the reader is blocked
+		t.Fatalf("%s: PathCounts waits for the write", at)
+	}
+}
+
+// TestPathLogCountsFollowFile checks how the log's counts are paired with
+// a reader's transaction: a change being committed is added for a reader
+// whose file holds it, and a reader whose file is older than the counts is
+// sent back for a newer one.
+func TestPathLogCountsFollowFile(t *testing.T) {
+	l := newPathLog()
+	l.applied = 10
+	read := func(txID int) (int64, bool) {
+		var n int64
+		ok := l.counts(txID, []string{"/a"}, func(_ int, _ uint32, v int64) { n += v })
+		return n, ok
+	}
+	commit := &logChange{fresh: []string{"/a"}, days: []loggedDay{{day: 1,
+		paths: []logtally.PageCount{{Path: "/a", PageViews: 3}}, slots: []int32{0}, ids: []int32{0}}}}
+	l.publish(commit, 12)
+	for _, tt := range []struct {
+		txID int
+		want int64
+	}{{10, 0}, {11, 0}, {12, 3}} {
+		if n, ok := read(tt.txID); !ok || n != tt.want {
+			t.Errorf("committing, transaction %d reads %d, %v; want %d, true", tt.txID, n, ok, tt.want)
+		}
+	}
+	l.apply(commit)
+	if _, ok := read(11); ok {
+		t.Error("a transaction older than the counts was not sent back")
+	}
+	if n, ok := read(12); !ok || n != 3 {
+		t.Errorf("after the commit, transaction 12 reads %d, %v; want 3, true", n, ok)
+	}
+	compaction := &logChange{compacted: true}
+	l.publish(compaction, 14)
+	if n, ok := read(13); !ok || n != 3 {
+		t.Errorf("compacting, transaction 13 reads %d, %v; want 3, true", n, ok)
+	}
+	if n, ok := read(14); !ok || n != 0 {
+		t.Errorf("compacting, transaction 14 reads %d, %v; want 0 (in the shards), true", n, ok)
+	}
+	l.withdraw()
+	if n, ok := read(13); !ok || n != 3 {
+		t.Errorf("after a failed compaction, reads %d, %v; want 3, true", n, ok)
+	}
+}
+
 // TestNumberingHints checks that a commit's path numbers always name the
 // batch's paths in the dictionary, whatever the hints left by earlier
 // commits: with another batch, after the dictionary was emptied and filled
@@ -675,7 +813,7 @@ func TestNumberingHints(t *testing.T) {
 			t.Errorf("%s: %s has two numbers", when, logtally.OtherPath)
 		}
 		for _, p := range nb.fresh {
-			d.insert(p) // as applying the change does
+			d.insert(p) // as publishing the change does
 		}
 	}
 	a := []string{"/a", "/b", "/c"}

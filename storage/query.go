@@ -164,26 +164,30 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount,
 	}
 	dk := dayKey(day, s.loc)
 	floor := uint32Key(dayKey(s.now().Add(-s.cfg.HourRetention), s.loc))
-	// The transaction is opened under the path log's lock, so that its
-	// counts match the file it sees; they are read before the lock is let
-	// go.
-	s.log.mu.RLock()
-	tx, err := s.db.Begin(false)
-	if err != nil {
-		s.log.mu.RUnlock()
-		return nil, err
+	// The path log's counts are paired with the file the transaction sees;
+	// if they have moved past it, a newer transaction is opened.
+	var tx *bolt.Tx
+	var folded uint32
+	for {
+		var err error
+		if tx, err = s.db.Begin(false); err != nil {
+			return nil, err
+		}
+		folded = uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
+		inStep := s.log.counts(tx.ID(), paths, func(i int, d uint32, n int64) {
+			if d >= floor || d <= folded { // as compaction will count it
+				out[i].Total += n
+			}
+			if d == uint32Key(dk) && d >= floor {
+				out[i].Day += n
+			}
+		})
+		if inStep {
+			break
+		}
+		tx.Rollback()
 	}
 	defer tx.Rollback()
-	folded := uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
-	s.log.counts(paths, func(i int, d uint32, n int64) {
-		if d >= floor || d <= folded { // as compaction will count it
-			out[i].Total += n
-		}
-		if d == uint32Key(dk) && d >= floor {
-			out[i].Day += n
-		}
-	})
-	s.log.mu.RUnlock()
 
 	pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
 	// Days not folded into the all-time shards yet; usually today alone.

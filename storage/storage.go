@@ -184,7 +184,8 @@ func orDefault[T comparable](v *T, d T) {
 }
 
 // Store is an open database. It is safe for concurrent use: bbolt allows one
-// writer and many readers at once.
+// writer and many readers at once, and the path log's readers never wait
+// for a writer's commit (see pathLog).
 type Store struct {
 	cfg  Config
 	loc  *time.Location   // days are calendar days here
@@ -192,6 +193,9 @@ type Store struct {
 	db   *bolt.DB
 	salt uint64
 	log  *pathLog
+	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
+	// holds commits at a chosen point.
+	commit func(*bolt.Tx) error
 
 	// writeMu is held by whatever writes counts or the path log (Commit,
 	// compaction, folding) for its whole length, and by whoever reads
@@ -226,12 +230,12 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	// commits that wrote it.
 	db.AllocSize = allocSize
 	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, log: newPathLog(),
-		touched: make(map[int64]time.Time)}
+		commit: (*bolt.Tx).Commit, touched: make(map[int64]time.Time)}
 	if err := db.Update(s.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
-	err = db.View(func(tx *bolt.Tx) error { return s.log.load(s.bucket(tx, bucketPathLog)) })
+	err = db.View(func(tx *bolt.Tx) error { return s.log.load(tx, s.bucket(tx, bucketPathLog)) })
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
