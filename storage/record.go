@@ -310,8 +310,23 @@ func (t *tally) take(names []string, dst []logtally.PageCount) []logtally.PageCo
 	return dst
 }
 
-// takeIDs is take by path number.
+// takeIDs is take by path number. When the tally touched more than a
+// sixteenth of its numbers, it takes them in number order, scanning the
+// whole tally: a batch and the path log's dictionary number a site's paths
+// in about the same order (first seen), so a commit then walks its
+// numbering and the dictionary's arrays in order rather than missing the
+// cache once per path, which costs more than the scan.
 func (t *tally) takeIDs(dst []pathDelta) []pathDelta {
+	if len(t.touched) > len(t.n)/16 {
+		for id, n := range t.n {
+			if n != 0 {
+				dst = append(dst, pathDelta{int32(id), n})
+				t.n[id] = 0
+			}
+		}
+		t.touched = t.touched[:0]
+		return dst
+	}
 	for _, id := range t.touched {
 		dst = append(dst, pathDelta{id, t.n[id]})
 		t.n[id] = 0

@@ -591,3 +591,35 @@ func TestMergeTopEqualsFullSort(t *testing.T) {
 		}
 	}
 }
+
+// TestTallyTakeIDs checks that a tally gives back every count it took, and
+// is empty after, whether it takes them in the order counted (few numbers
+// touched) or in number order (many).
+func TestTallyTakeIDs(t *testing.T) {
+	for _, touched := range []int{3, 500} {
+		t.Run(fmt.Sprint(touched), func(t *testing.T) {
+			var tl tally
+			tl.grow(1000)
+			rng := rand.New(rand.NewPCG(13, uint64(touched)))
+			want := make(map[int32]int64)
+			for range 3 * touched {
+				id := int32(rng.IntN(touched) * (1000 / touched))
+				tl.add(id, 2)
+				want[id] += 2
+			}
+			got := make(map[int32]int64)
+			for _, pd := range tl.takeIDs(nil) {
+				if _, ok := got[pd.id]; ok {
+					t.Fatalf("path %d taken twice", pd.id)
+				}
+				got[pd.id] = pd.n
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("took %v, want %v", got, want)
+			}
+			if len(tl.touched) != 0 || slices.ContainsFunc(tl.n, func(n int64) bool { return n != 0 }) {
+				t.Error("the tally is not empty after takeIDs")
+			}
+		})
+	}
+}
