@@ -52,7 +52,7 @@ func (s *Store) Last() (t time.Time, ok bool, err error) {
 	return t, ok, err
 }
 
-// logtally.Series returns one point per step from the step containing from to the
+// Series returns one point per step from the step containing from to the
 // step containing to. Steps under an hour come from minutes, 1h from hours,
 // 1d from days in the store's zone. Visitors per point are the distinct
 // visitors within that step: exact for a one-minute step unless the minute
