@@ -653,8 +653,8 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now ti
 		if pd == nil {
 			newDays++
 		}
-		d := loggedDay{day: dd.day, paths: make([]logtally.PageCount, len(dd.paths)),
-			slots: make([]int32, len(dd.paths)), ids: make([]int32, len(dd.paths))}
+		sc, k := &s.scratch, len(dd.paths)
+		d := loggedDay{day: dd.day, paths: carve(&sc.logPaths, k), slots: carve(&sc.logSlots, k), ids: carve(&sc.logIDs, k)}
 		fresh := 0
 		for i, pc := range dd.paths {
 			d.paths[i] = logtally.PageCount{Path: nb.name(pc.id), PageViews: pc.n}

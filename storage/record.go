@@ -352,6 +352,24 @@ type scratch struct {
 	hashes     []uint64 // sortHashes
 	values     arena
 	numbers    numbering
+	// logPaths, logSlots and logIDs hold the days a commit logs (see
+	// loggedDay), until its change is applied.
+	logPaths []logtally.PageCount
+	logSlots []int32
+	logIDs   []int32
+}
+
+// carve returns n elements from the free end of *buf, which it extends:
+// they stay the caller's until *buf is emptied, so that a commit's lists
+// reuse the last commit's memory. A new buffer replaces *buf when it is
+// full; the lists carved before keep the old one.
+func carve[T any](buf *[]T, n int) []T {
+	if cap(*buf)-len(*buf) < n {
+		*buf = make([]T, 0, max(n, 2*cap(*buf)))
+	}
+	i := len(*buf)
+	*buf = (*buf)[:i+n]
+	return (*buf)[i : i+n : i+n]
 }
 
 // arena hands out the values a commit puts, from one buffer that the next
@@ -381,4 +399,6 @@ func (sc *scratch) reset() {
 	sc.day.reset()
 	sc.values.reset()
 	sc.numbers.reset()
+	sc.logPaths = sc.logPaths[:0]
+	sc.logSlots, sc.logIDs = sc.logSlots[:0], sc.logIDs[:0]
 }
