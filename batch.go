@@ -4,7 +4,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-	"sync/atomic"
 )
 
 // Batch gathers the effect of many lines so that they are committed in one
@@ -32,12 +31,8 @@ type Batch struct {
 	// to maxKeptPaths.
 	ids   map[string]int32
 	names []string
-	epoch uint64   // names this numbering among all batches' (see Numbering)
 	spare []*Delta // counts emptied by Reset, reused
 }
-
-// epochs hands out Batch.epoch values.
-var epochs atomic.Uint64
 
 // maxKeptPaths is how many path numbers a batch keeps across Reset: more
 // than a busy site's paths of a day (the default MaxDayPaths), so that its
@@ -66,7 +61,6 @@ func NewBatch() *Batch {
 		seconds:   make(map[int64]*Delta),
 		positions: make(map[string]int64),
 		ids:       make(map[string]int32),
-		epoch:     epochs.Add(1),
 	}
 }
 
@@ -197,7 +191,6 @@ func (b *Batch) Reset() {
 		clear(b.ids)
 		clear(b.names) // let the strings go
 		b.names = b.names[:0]
-		b.epoch = epochs.Add(1)
 	}
 	b.lines, b.last = 0, 0
 	b.lastMinuteC, b.lastSecondC = nil, nil
@@ -228,14 +221,10 @@ func (b *Batch) MinuteCount() int { return len(b.minutes) }
 func (b *Batch) Positions() map[string]int64 { return b.positions }
 
 // Paths returns the batch's path names, indexed by the numbers in
-// Delta.Views. Numbers stay the same across Reset until Numbering changes.
+// Delta.Views. A path mostly keeps its number across Reset (up to
+// maxKeptPaths paths), so a sink may remember what it derived from a
+// number, checking the path against Paths before it trusts it again.
 func (b *Batch) Paths() []string { return b.names }
-
-// Numbering identifies the batch's path numbering among all batches': two
-// batches, or one batch before and after a Reset, with the same Numbering
-// give every path the same number, so a sink may cache what it derives from
-// the numbers.
-func (b *Batch) Numbering() uint64 { return b.epoch }
 
 // WindowStart returns the first second of the live window when the batch
 // was filled; stored per-second state from before it is no longer needed.

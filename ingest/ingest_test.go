@@ -58,8 +58,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
-	s, err := storage.OpenConfig(storage.Config{Path: filepath.Join(t.TempDir(), "db"), Location: time.UTC,
-		Now: func() time.Time { return t0 }})
+	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"},
+		func() time.Time { return t0 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ var t0r = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func newPipeline(tb testing.TB) (*Pipeline, *storage.Store) {
 	tb.Helper()
-	store, err := storage.Open(filepath.Join(tb.TempDir(), "db"))
+	store, err := storage.Open(storage.Config{Path: filepath.Join(tb.TempDir(), "db")}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

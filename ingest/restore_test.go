@@ -18,8 +18,8 @@ import (
 // openStore opens a new store in a temp dir, closed at the end of the test.
 func openStore(t *testing.T) *storage.Store {
 	t.Helper()
-	s, err := storage.OpenConfig(storage.Config{Path: filepath.Join(t.TempDir(), "db"), Location: time.UTC,
-		Now: func() time.Time { return t0 }})
+	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"},
+		func() time.Time { return t0 })
 	if err != nil {
 		t.Fatal(err)
 	}

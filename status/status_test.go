@@ -39,7 +39,7 @@ func (f *failing) Commit(b *logtally.Batch) error {
 // of file "f", into a real store behind store.
 func pipeline(t *testing.T) (*ingest.Pipeline, *failing) {
 	t.Helper()
-	s, err := storage.Open(filepath.Join(t.TempDir(), "db"))
+	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func makePaths(n int) [][]byte {
 // whenever a commit asks for it, outside the timer: ms/commit+compact adds
 // its time, spread over the commits.
 func BenchmarkCommit50k(b *testing.B) {
-	s, err := OpenConfig(Config{Path: filepath.Join(b.TempDir(), "db"), Location: time.UTC, Now: fixedNow})
+	s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC"}, fixedNow)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,12 +49,12 @@ func BenchmarkCommit50k(b *testing.B) {
 	var compacting time.Duration
 	compact := func() {
 		select {
-		case <-s.wake:
+		case <-s.log.wake:
 		default:
 			return
 		}
 		began := time.Now()
-		if err := s.Compact(context.Background()); err != nil {
+		if err := s.compact(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		compacting += time.Since(began)

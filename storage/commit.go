@@ -17,12 +17,12 @@ import (
 // seconds and the file positions. On error nothing of the batch is stored
 // and the batch is left as it was, so that it can be committed again.
 func (s *Store) Commit(b *logtally.Batch) error {
-	now := s.cfg.Now()
+	now := s.now()
 	minuteFloor := logtally.FloorDiv(now.Add(-s.cfg.MinuteRetention).Unix(), 60)
 	hourFloor := logtally.FloorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)
 	var dayFloor []byte
 	if s.cfg.DayRetention > 0 {
-		dayFloor = dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)
+		dayFloor = dayKey(now.Add(-s.cfg.DayRetention), s.loc)
 	}
 
 	s.writeMu.Lock()
@@ -44,7 +44,7 @@ func (s *Store) Commit(b *logtally.Batch) error {
 		for i, minute := range minutes {
 			d := deltas[i]
 			prepare(d, sc)
-			day := string(dayKey(unixMinute(minute), s.cfg.Location))
+			day := string(dayKey(unixMinute(minute), s.loc))
 			rollup(hours, logtally.FloorDiv(minute, 60), d)
 			rollup(days, day, d)
 			for _, id := range d.Views {
@@ -53,7 +53,7 @@ func (s *Store) Commit(b *logtally.Batch) error {
 			}
 			sc.top = sc.pages.take(b.Paths(), sc.top[:0])
 			if len(sc.day.touched) > 0 &&
-				(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.cfg.Location)) != day) {
+				(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.loc)) != day) {
 				dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
 			}
 			if minute < minuteFloor {
@@ -99,17 +99,12 @@ func (s *Store) Commit(b *logtally.Batch) error {
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	if s.wantsCompaction() {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+	if s.log.wantsCompaction() {
+		s.log.askCompaction()
 	}
-	s.mu.Lock()
 	for minute := range b.Minutes() {
 		s.touched[minute] = now
 	}
-	s.mu.Unlock()
 	return nil
 }
 
@@ -174,13 +169,7 @@ func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
 			return err
 		}
 	}
-	r.Requests += d.Requests
-	r.PageViews += d.PageViews
-	r.Bytes += d.Bytes
-	r.Rejected += d.Rejected
-	for i := range r.Status {
-		r.Status[i] += d.Status[i]
-	}
+	r.addTotals(d.Requests, d.PageViews, d.Bytes, d.Rejected, &d.Status)
 	if d.hll != nil {
 		if err := r.sketch().Merge(d.hll); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -22,15 +23,16 @@ import (
 // deletes the log values it merged: whenever a crash comes, the file holds
 // either a log value or its effect on the shards, never both or neither.
 //
-// Until it is compacted, the log is also held in memory, summed per day and
-// path (pending), so that PathCounts adds it to the shards without reading
-// it, and compaction merges that sum without decoding the log again. Open
-// rebuilds it from the log, and every transaction that changes the log
-// changes pending to match once it has committed.
+// Until it is compacted, the log is also held in memory (pathLog), summed
+// per day and path, so that PathCounts adds it to the shards without
+// reading it, and compaction merges that sum without decoding the log
+// again. Open rebuilds it from the log, and every transaction that changes
+// the log changes it to match once it has committed.
 //
 // A log value is capped already: the commit decides, as the shards would,
-// which new paths a day admits and which count as logtally.OtherPath (Store.admit).
-// So compaction changes no answer, and a pending count is final.
+// which new paths a day admits and which count as logtally.OtherPath
+// (pathLog.admit). So compaction changes no answer, and a pending count is
+// final.
 //
 // Compaction runs when the log passes about the size of the shards (from
 // compactMinBytes to compactSoftBytes) or compactSoftPaths
@@ -42,13 +44,13 @@ const (
 	compactMinBytes  = 1 << 20
 	compactSoftBytes = 8 << 20
 	compactHardBytes = 16 << 20
-	// Pending holds at most compactHardPaths (day, path) counts and as many
+	// The log holds at most compactHardPaths (day, path) counts and as many
 	// paths in its dictionary (about 100 bytes each), plus one commit's: a
 	// commit that would pass either compacts.
 	compactSoftPaths = 1 << 17
 	compactHardPaths = 1 << 18
 	// maxPendingDays is how many days the log may hold: each costs an
-	// array of 8 bytes per path in pending's dictionary.
+	// array of 8 bytes per path in the dictionary.
 	maxPendingDays = 4
 	// maxDaySets is how many days' admission sets are kept between commits.
 	maxDaySets = 2
@@ -57,11 +59,10 @@ const (
 // logEncoding is the version byte of a log value.
 const logEncoding = 1
 
-// otherID is the path number that stands for logtally.OtherPath in a pathDelta.
+// otherID is the batch path number that stands for logtally.OtherPath.
 const otherID = -1
 
-// pathDelta is a path's page views in a batch: the path is the batch's path
-// number (Batch.names), or otherID.
+// pathDelta is a path's page views in a batch, by the batch's path number.
 type pathDelta struct {
 	id int32
 	n  int64
@@ -73,110 +74,123 @@ type dayDelta struct {
 	paths []pathDelta
 }
 
-// pathName returns the path a pathDelta of b counts.
-func pathName(b *logtally.Batch, id int32) string {
-	if id == otherID {
-		return logtally.OtherPath
-	}
-	return b.Paths()[id]
+// pathLog is the uncompacted path log in memory: its page views summed per
+// day and path, the admission sets that decide which new paths a day takes,
+// and when to compact.
+//
+// Readers never wait on a commit, whose fsyncs take milliseconds. The
+// writer does not hold mu while a transaction commits: it publishes the
+// change the transaction makes before committing it, and applies it after,
+// each under a short lock. A reader pairs the counts with the file its own
+// read transaction sees by transaction id (see counts): if its file holds a
+// change not applied yet, it adds the published change itself; if its file
+// is older than the counts, it opens a newer transaction and asks again.
+type pathLog struct {
+	// mu guards what readers read: the dictionary's numbering, days, and
+	// the transaction ids. The writer (the holder of Store.writeMu) changes
+	// them under mu and reads them without it.
+	mu   sync.RWMutex
+	dict dict
+	days map[uint32]*pendingDay
+	// applied is the id of the last transaction that changed the log: the
+	// counts hold its change. next, if not nil, is the change of
+	// transaction nextTx, which is being committed.
+	applied, nextTx int
+	next            *logChange
+
+	// The rest is the writer's, used under Store.writeMu.
+	paths     int                // nonzero counts over all days
+	bytes     int64              // size of the log values
+	sets      map[uint32]*daySet // admission sets of days that may reach their cap
+	uses      uint64             // writes, to evict the least recently used set
+	seed      maphash.Seed       // of the admission sets' hashes
+	compactAt int64              // log size that asks for a compaction (see wantsCompaction)
+	wake      chan struct{}      // asks RunPruner for a compaction
 }
 
-// pending is the uncompacted path log summed per day and path. It numbers
-// paths in a dictionary of its own, kept across compactions (up to
-// compactSoftPaths), so that a day's counts are an array; Store.xlat maps a
-// batch's path numbers to these, so that a commit looks a path up once per
-// batch numbering rather than once per commit.
-//
-// It is read under Store.pathMu and changed under Store.pathMu and
-// Store.writeMu.
-type pending struct {
+func newPathLog() *pathLog {
+	return &pathLog{days: make(map[uint32]*pendingDay), dict: dict{slot: make(map[string]int32)},
+		sets: make(map[uint32]*daySet), seed: maphash.MakeSeed(), compactAt: compactMinBytes,
+		wake: make(chan struct{}, 1)}
+}
+
+// dict numbers the paths of the log, so that a day's counts are an array.
+// It is the log's one dictionary, kept across compactions (up to
+// compactSoftPaths paths) so that a busy site's paths are not numbered
+// again after each.
+type dict struct {
 	slot  map[string]int32
 	names []string
 	shard []uint8 // shardOf(names[i])
-	// order lists path numbers by shard, then path: compaction merges a
-	// day's paths shard by shard in that order, and sorting a busy day's
-	// paths again for every compaction would cost more than the merge.
-	// Numbers from len(order) on are not in it yet (sortOrder).
+	// order lists numbers by shard, then path: compaction merges a day's
+	// paths shard by shard in that order, and sorting a busy day's paths
+	// again for every compaction would cost more than the merge. Numbers
+	// from len(order) on are not in it yet (sortOrder). Only the writer
+	// uses it.
 	order []int32
-	gen   uint64 // changes when the dictionary is emptied
-	days  map[uint32]*pendingDay
-	paths int   // nonzero counts over all days
-	bytes int64 // size of the log values
-}
-
-// pendingDay holds one day's pending page views by path number.
-type pendingDay struct {
-	views []int64
-	paths int // nonzero counts
-}
-
-func newPending() *pending {
-	return &pending{slot: make(map[string]int32), days: make(map[uint32]*pendingDay)}
 }
 
 // lookup returns a path's number, or -1.
-func (p *pending) lookup(path string) int32 {
-	if i, ok := p.slot[path]; ok {
+func (d *dict) lookup(path string) int32 {
+	if i, ok := d.slot[path]; ok {
 		return i
 	}
 	return -1
 }
 
 // insert numbers a new path.
-func (p *pending) insert(path string) int32 {
-	i := int32(len(p.names))
-	p.slot[path] = i
-	p.names = append(p.names, path)
-	p.shard = append(p.shard, uint8(shardOf(path)))
+func (d *dict) insert(path string) int32 {
+	i := int32(len(d.names))
+	d.slot[path] = i
+	d.names = append(d.names, path)
+	d.shard = append(d.shard, uint8(shardOf(path)))
 	return i
 }
 
-// add adds page views to a day's count of path number i.
-func (p *pending) add(day uint32, i int32, n int64) {
-	pd := p.days[day]
-	if pd == nil {
-		pd = &pendingDay{}
-		p.days[day] = pd
-	}
-	if int(i) >= len(pd.views) {
-		pd.views = append(pd.views, make([]int64, int(i)+1-len(pd.views))...)
-	}
-	if pd.views[i] == 0 {
-		pd.paths++
-		p.paths++
-	}
-	pd.views[i] += n
+func (d *dict) len() int { return len(d.names) }
+
+// clear forgets every path.
+func (d *dict) clear() {
+	clear(d.slot)
+	clear(d.names) // let the strings go
+	d.names, d.shard, d.order = d.names[:0], d.shard[:0], d.order[:0]
 }
 
 // sortOrder brings the paths numbered since the last call into order.
-func (p *pending) sortOrder() {
-	if len(p.order) == len(p.names) {
+func (d *dict) sortOrder() {
+	if len(d.order) == len(d.names) {
 		return
 	}
 	byShardPath := func(a, b int32) int {
-		if c := cmp.Compare(p.shard[a], p.shard[b]); c != 0 {
+		if c := cmp.Compare(d.shard[a], d.shard[b]); c != 0 {
 			return c
 		}
-		return cmp.Compare(p.names[a], p.names[b])
+		return cmp.Compare(d.names[a], d.names[b])
 	}
-	fresh := make([]int32, 0, len(p.names)-len(p.order))
-	for i := len(p.order); i < len(p.names); i++ {
+	fresh := make([]int32, 0, len(d.names)-len(d.order))
+	for i := len(d.order); i < len(d.names); i++ {
 		fresh = append(fresh, int32(i))
 	}
 	slices.SortFunc(fresh, byShardPath)
-	merged := make([]int32, 0, len(p.names))
+	merged := make([]int32, 0, len(d.names))
 	i, j := 0, 0
-	for i < len(p.order) && j < len(fresh) {
-		if byShardPath(p.order[i], fresh[j]) < 0 {
-			merged = append(merged, p.order[i])
+	for i < len(d.order) && j < len(fresh) {
+		if byShardPath(d.order[i], fresh[j]) < 0 {
+			merged = append(merged, d.order[i])
 			i++
 		} else {
 			merged = append(merged, fresh[j])
 			j++
 		}
 	}
-	merged = append(merged, p.order[i:]...)
-	p.order = append(merged, fresh[j:]...)
+	merged = append(merged, d.order[i:]...)
+	d.order = append(merged, fresh[j:]...)
+}
+
+// pendingDay holds one day's pending page views by path number.
+type pendingDay struct {
+	views []int64
+	paths int // nonzero counts
 }
 
 // get returns the pending page views of path number i on the day.
@@ -190,19 +204,22 @@ func (pd *pendingDay) get(i int32) int64 {
 // has reports whether path number i has pending page views on the day.
 func (pd *pendingDay) has(i int32) bool { return pd.get(i) != 0 }
 
-// reset empties pending after a compaction, keeping the dictionary unless it
-// has grown past compactSoftPaths: a site with more paths than that is
-// better served by numbering them again than by holding paths no longer
-// pending.
-func (p *pending) reset() {
-	clear(p.days)
-	p.paths, p.bytes = 0, 0
-	if len(p.names) > compactSoftPaths {
-		clear(p.slot)
-		clear(p.names)
-		p.names, p.shard, p.order = p.names[:0], p.shard[:0], p.order[:0]
-		p.gen++
+// add adds page views to a day's count of path number i. The caller is the
+// writer, under mu once readers may be about.
+func (l *pathLog) add(day uint32, i int32, n int64) {
+	pd := l.days[day]
+	if pd == nil {
+		pd = &pendingDay{}
+		l.days[day] = pd
 	}
+	if int(i) >= len(pd.views) {
+		pd.views = append(pd.views, make([]int64, int(i)+1-len(pd.views))...)
+	}
+	if pd.views[i] == 0 {
+		pd.paths++
+		l.paths++
+	}
+	pd.views[i] += n
 }
 
 // daySet is the set of paths a day has admitted (stored in its shards or
@@ -216,52 +233,293 @@ func (p *pending) reset() {
 // as logtally.OtherPath if the day is full.
 type daySet struct {
 	hashes map[uint64]struct{}
-	used   uint64 // Store.uses when last used, for eviction
-	// known marks, by number in pending's dictionary (of generation gen),
-	// the paths found admitted already: once admitted a path stays so, and
-	// a busy day's commits mostly bring paths it holds.
+	used   uint64 // pathLog.uses when last used, for eviction
+	// known marks, by number in the dictionary, the paths found admitted
+	// already: once admitted a path stays so, and a busy day's commits
+	// mostly bring paths it holds. It is emptied with the dictionary.
 	known []uint64
-	gen   uint64
 }
 
 // knows reports whether path number i is marked admitted.
-func (set *daySet) knows(i int32, gen uint64) bool {
-	return set.gen == gen && i >= 0 && int(i)/64 < len(set.known) && set.known[i/64]&(1<<(i%64)) != 0
+func (set *daySet) knows(i int32) bool {
+	return i >= 0 && int(i)/64 < len(set.known) && set.known[i/64]&(1<<(i%64)) != 0
 }
 
 // mark marks path number i admitted.
-func (set *daySet) mark(i int32, gen uint64) {
-	if i < 0 {
-		return
-	}
-	if set.gen != gen {
-		set.known, set.gen = set.known[:0], gen
-	}
+func (set *daySet) mark(i int32) {
 	for int(i)/64 >= len(set.known) {
 		set.known = append(set.known, 0)
 	}
 	set.known[i/64] |= 1 << (i % 64)
 }
 
-// logChange is what a transaction did to the log, applied to pending and to
-// the admission sets once the transaction has committed.
+// logChange is what a write transaction does to the log: published before
+// it commits, applied to the counts and the admission sets after.
 type logChange struct {
-	b         *logtally.Batch
-	days      []resolvedDay
-	bytes     int64
-	compacted bool // the whole log was compacted: pending restarts empty
+	days  []loggedDay // a commit's page views as logged
+	fresh []string    // paths new to the dictionary, numbered from its length on
+	bytes int64       // size of the log values written
+	// compacted is set when the whole log was compacted: the counts
+	// restart empty.
+	compacted bool
 	// shardBytes is the size of the shards a compaction merged into.
 	shardBytes int64
 	overflow   []uint32 // days whose shards counted more paths than their admission set
 	newHashes  map[uint32][]uint64
 }
 
-// resolvedDay is a day's page views as logged: after admission, with the
-// number of each path in pending's dictionary, or -1 if it has none yet.
-type resolvedDay struct {
+// loggedDay is a day's page views as a commit logs them: after admission,
+// each path with its number in the dictionary.
+type loggedDay struct {
 	day   uint32
-	paths []pathDelta
-	slots []int32
+	paths []logtally.PageCount
+	slots []int32 // dictionary numbers; -1 until numbered
+	ids   []int32 // the batch's path numbers, or otherID
+}
+
+// publish makes ch, the change of transaction txID, visible to readers
+// whose transaction sees it before it is applied, and numbers the paths new
+// to the dictionary. The caller is the writer, about to commit.
+func (l *pathLog) publish(ch *logChange, txID int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range ch.fresh {
+		l.dict.insert(p)
+	}
+	l.next, l.nextTx = ch, txID
+}
+
+// withdraw forgets the published change: its transaction did not commit.
+// Numbers it gave new paths stay, unused.
+func (l *pathLog) withdraw() {
+	l.mu.Lock()
+	l.next = nil
+	l.mu.Unlock()
+}
+
+// apply brings the counts and the admission sets in step with the
+// published change, whose transaction has committed.
+func (l *pathLog) apply(ch *logChange) {
+	l.mu.Lock()
+	l.applied, l.next = l.nextTx, nil
+	emptied := false
+	if ch.compacted {
+		clear(l.days)
+		l.paths, l.bytes = 0, 0
+		// Past compactSoftPaths, a site is better served by numbering
+		// its paths again than by holding paths no longer pending.
+		if emptied = l.dict.len() > compactSoftPaths; emptied {
+			l.dict.clear()
+		}
+	} else {
+		for _, d := range ch.days {
+			for i, sl := range d.slots {
+				l.add(d.day, sl, d.paths[i].PageViews)
+			}
+		}
+		l.bytes += ch.bytes
+	}
+	l.mu.Unlock()
+
+	if ch.compacted {
+		l.compactAt = min(max(ch.shardBytes, compactMinBytes), compactSoftBytes)
+	}
+	if emptied {
+		for _, set := range l.sets {
+			set.known = set.known[:0]
+		}
+	}
+	for _, d := range ch.days {
+		if set := l.sets[d.day]; set != nil {
+			for i, sl := range d.slots {
+				if d.paths[i].Path != logtally.OtherPath {
+					set.mark(sl) // the day admitted it
+				}
+			}
+		}
+	}
+	for day, hs := range ch.newHashes {
+		if set := l.sets[day]; set != nil {
+			for _, h := range hs {
+				set.hashes[h] = struct{}{}
+			}
+		}
+	}
+	for _, day := range ch.overflow {
+		delete(l.sets, day)
+	}
+}
+
+// counts calls fn with the pending page views, per day, of each of paths
+// (by index) that the file seen by read transaction txID holds in its log.
+// It reports false, having called fn for nothing, if the counts have moved
+// past that file: the caller opens a newer transaction and asks again.
+func (l *pathLog) counts(txID int, paths []string, fn func(i int, day uint32, n int64)) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if txID < l.applied {
+		return false
+	}
+	next := l.next
+	if next != nil && txID < l.nextTx {
+		next = nil // the file is from before it
+	}
+	if next != nil && next.compacted {
+		return true // the file holds the whole log in its shards
+	}
+	var wanted map[int32][]int // paths whose change next holds, by number
+	for i, p := range paths {
+		sl := l.dict.lookup(p)
+		if sl < 0 {
+			continue
+		}
+		for day, pd := range l.days {
+			if n := pd.get(sl); n != 0 {
+				fn(i, day, n)
+			}
+		}
+		if next != nil {
+			if wanted == nil {
+				wanted = make(map[int32][]int)
+			}
+			wanted[sl] = append(wanted[sl], i)
+		}
+	}
+	if len(wanted) == 0 {
+		return true
+	}
+	for _, d := range next.days {
+		for j, sl := range d.slots {
+			for _, i := range wanted[sl] {
+				fn(i, d.day, d.paths[j].PageViews)
+			}
+		}
+	}
+	return true
+}
+
+// wantsCompaction reports whether the log has grown past its soft bounds.
+// The bound in bytes follows the size of the shards a compaction rewrites,
+// between compactMinBytes and compactSoftBytes: each compaction then
+// rewrites about as many bytes as the log it merges (its cost per logged
+// byte stays the same), and the log, which takes room in the file until it
+// is merged, stays about as large as the shards, not a fixed 8 MiB that a
+// small site's day would never amortise. The caller is the writer.
+func (l *pathLog) wantsCompaction() bool {
+	return l.bytes >= l.compactAt || l.paths >= compactSoftPaths
+}
+
+// askCompaction wakes RunPruner for a compaction, unless it is asked
+// already.
+func (l *pathLog) askCompaction() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// numbering gives the paths of the batch being committed their numbers in
+// the log's dictionary; the paths the dictionary lacks are given the
+// numbers after its own, which they take when the change is published. It
+// is the writer's scratch, kept from one commit to the next.
+//
+// Looking every distinct path of a commit up in the dictionary would cost
+// more than the rest of the commit's path work: a busy site's commit brings
+// tens of thousands, each a few cache misses. So numbering remembers, by
+// batch path number, the dictionary number the path had (hint), and
+// trusts it only if the dictionary still names the same path there: a
+// batch keeps its numbers across commits, and the dictionary holds the
+// batch's own strings, so the check is mostly a pointer comparison. A
+// stale hint (another batch, a batch that renumbered, a dictionary emptied
+// by compaction) fails the check and the path is looked up.
+type numbering struct {
+	dict  *dict
+	names []string // the batch's paths
+	// hint holds, by batch path number, a dictionary number plus 1; or -1
+	// if the path is not in the dictionary, found by this commit (absent
+	// lists those); or 0.
+	hint   []int32
+	absent []int32
+	fresh  []string // paths numbered past the dictionary, in order
+	// other is the number plus 2 of logtally.OtherPath in this commit, 1
+	// if the dictionary lacks it, 0 if not looked up yet.
+	other int32
+}
+
+// start readies nb for a batch's paths.
+func (nb *numbering) start(d *dict, names []string) {
+	nb.dict, nb.names, nb.other, nb.fresh = d, names, 0, nb.fresh[:0]
+	if len(nb.hint) < len(names) {
+		nb.hint = append(nb.hint, make([]int32, len(names)+len(names)/4-len(nb.hint))...)
+	}
+}
+
+// name returns batch path id's path.
+func (nb *numbering) name(id int32) string {
+	if id == otherID {
+		return logtally.OtherPath
+	}
+	return nb.names[id]
+}
+
+// lookup returns the dictionary number of batch path id, or -1.
+func (nb *numbering) lookup(id int32) int32 {
+	name := nb.name(id)
+	if name == logtally.OtherPath { // a path may be named so: one number for both
+		if nb.other == 0 {
+			nb.other = nb.dict.lookup(name) + 2
+		}
+		return nb.other - 2
+	}
+	switch h := nb.hint[id]; {
+	case h < 0:
+		return -1
+	case h > 0 && nb.named(h-1, name):
+		return h - 1
+	}
+	sl := nb.dict.lookup(name)
+	nb.hint[id] = sl + 1
+	if sl < 0 {
+		nb.hint[id] = -1
+		nb.absent = append(nb.absent, id)
+	}
+	return sl
+}
+
+// named reports whether number sl is name's, in the dictionary or among
+// the paths numbered past it.
+func (nb *numbering) named(sl int32, name string) bool {
+	if n := nb.dict.len(); int(sl) >= n {
+		return int(sl)-n < len(nb.fresh) && nb.fresh[int(sl)-n] == name
+	}
+	return nb.dict.names[sl] == name
+}
+
+// number returns the dictionary number of batch path id, numbering it past
+// the dictionary if the dictionary lacks it.
+func (nb *numbering) number(id int32) int32 {
+	if sl := nb.lookup(id); sl >= 0 {
+		return sl
+	}
+	sl := int32(nb.dict.len() + len(nb.fresh))
+	nb.fresh = append(nb.fresh, nb.name(id))
+	if nb.name(id) == logtally.OtherPath {
+		nb.other = sl + 2
+	} else {
+		nb.hint[id] = sl + 1
+	}
+	return sl
+}
+
+// reset lets the batch go after its commit. The hints stay, but for what
+// the commit found absent: the dictionary may hold it now.
+func (nb *numbering) reset() {
+	for _, id := range nb.absent {
+		if nb.hint[id] < 0 {
+			nb.hint[id] = 0
+		}
+	}
+	nb.dict, nb.names, nb.absent = nil, nil, nb.absent[:0]
 }
 
 // logKey is a log value's key: the day, then a sequence number.
@@ -270,28 +528,27 @@ func logKey(day uint32, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
+// uint32Key reads a day key.
+func uint32Key(k []byte) uint32 {
+	if len(k) < 4 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(k)
+}
+
 // appendLog appends a day's page views per path to the log, cut in values
-// of about logValueSize: version; uvarint n; n x (uvarint length, path,
-// uvarint views). It returns the bytes written.
-func appendLog(lb *bolt.Bucket, a *arena, day uint32, b *logtally.Batch, paths []pathDelta) (int64, error) {
+// of about logValueSize: version, then a path list (codec.go). It returns
+// the bytes written.
+func appendLog(lb *bolt.Bucket, a *arena, day uint32, paths []logtally.PageCount) (int64, error) {
 	lb.FillPercent = 1 // appended in key order
 	var total int64
 	for len(paths) > 0 {
 		size, n := 1+binary.MaxVarintLen64, 0
 		for n < len(paths) && (n == 0 || size < logValueSize) {
-			name := pathName(b, paths[n].id)
-			size += uvarintLen(uint64(len(name))) + len(name) + uvarintLen(uint64(paths[n].n))
+			size += entrySize(paths[n].Path, paths[n].PageViews)
 			n++
 		}
-		v := a.alloc(size)
-		v = append(v, logEncoding)
-		v = binary.AppendUvarint(v, uint64(n))
-		for _, pc := range paths[:n] {
-			name := pathName(b, pc.id)
-			v = binary.AppendUvarint(v, uint64(len(name)))
-			v = append(v, name...)
-			v = binary.AppendUvarint(v, uint64(pc.n))
-		}
+		v := appendPathList(append(a.alloc(size), logEncoding), paths[:n])
 		seq, err := lb.NextSequence()
 		if err != nil {
 			return 0, err
@@ -312,52 +569,42 @@ func decodeLog(v []byte, fn func(path []byte, n int64)) error {
 		return fmt.Errorf("path log version: %w", ErrCorrupt)
 	}
 	d := decoder{b: v[1:]}
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		return fmt.Errorf("path log: %w", ErrCorrupt)
-	}
-	for range n {
-		p := d.bytes()
-		c := d.uvarint()
-		if d.err != nil {
-			break
-		}
-		fn(p, int64(c))
-	}
+	d.pathList(fn)
 	if d.err != nil || len(d.b) != 0 {
 		return fmt.Errorf("path log: %w", ErrCorrupt)
 	}
 	return nil
 }
 
-// loadPending rebuilds pending from the log.
-func (s *Store) loadPending(tx *bolt.Tx) error {
-	p := newPending()
-	c := s.bucket(tx, bucketPathLog).Cursor()
+// load rebuilds the counts from the log that tx sees, before any reader or
+// writer uses l.
+func (l *pathLog) load(tx *bolt.Tx, lb *bolt.Bucket) error {
+	c := lb.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) != 12 {
 			return fmt.Errorf("path log key %x: %w", k, ErrCorrupt)
 		}
 		day := binary.BigEndian.Uint32(k)
 		err := decodeLog(v, func(path []byte, n int64) {
-			i := p.lookup(string(path))
+			i := l.dict.lookup(string(path))
 			if i < 0 {
-				i = p.insert(string(path))
+				i = l.dict.insert(string(path))
 			}
-			p.add(day, i, n)
+			l.add(day, i, n)
 		})
 		if err != nil {
 			return fmt.Errorf("path log %x: %w", k, err)
 		}
-		p.bytes += int64(len(v))
+		l.bytes += int64(len(v))
 	}
-	s.pending = p
+	l.applied = tx.ID()
 	return nil
 }
 
-// writeTx runs fn in a write transaction. The caller holds writeMu. If the
-// transaction commits, the change fn returns is applied under pathMu, taken
-// before the commit so that no reader sees the file and pending out of step.
+// writeTx runs fn in a write transaction and commits it. The caller holds
+// writeMu. The change to the path log that fn returns is published before
+// the commit and applied after it, so that the log's lock is never held
+// while the transaction commits.
 func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 	tx, err := s.db.Begin(true)
 	if err != nil {
@@ -368,90 +615,16 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 	if err != nil {
 		return err
 	}
-	s.pathMu.Lock()
-	defer s.pathMu.Unlock()
-	if err := tx.Commit(); err != nil {
+	if ch == nil {
+		return s.commit(tx)
+	}
+	s.log.publish(ch, tx.ID())
+	if err := s.commit(tx); err != nil {
+		s.log.withdraw()
 		return err
 	}
-	if ch != nil {
-		s.applyChange(ch)
-	}
+	s.log.apply(ch)
 	return nil
-}
-
-// applyChange brings pending and the admission sets in step with a
-// committed change. The caller holds writeMu and pathMu.
-func (s *Store) applyChange(ch *logChange) {
-	if ch.compacted {
-		s.pending.reset()
-		s.compactAt = min(max(ch.shardBytes, compactMinBytes), compactSoftBytes)
-	} else {
-		for _, d := range ch.days {
-			set := s.sets[d.day]
-			for i, pc := range d.paths {
-				sl := d.slots[i]
-				if sl < 0 {
-					name := pathName(ch.b, pc.id)
-					// An earlier day of the change may have numbered it.
-					if sl = s.pending.lookup(name); sl < 0 {
-						sl = s.pending.insert(name)
-					}
-					if pc.id != otherID {
-						s.xlat[pc.id] = sl
-					}
-				}
-				s.pending.add(d.day, sl, pc.n)
-				if set != nil && pc.id != otherID {
-					set.mark(sl, s.pending.gen) // the day admitted it
-				}
-			}
-		}
-		s.pending.bytes += ch.bytes
-	}
-	for day, hs := range ch.newHashes {
-		if set := s.sets[day]; set != nil {
-			for _, h := range hs {
-				set.hashes[h] = struct{}{}
-			}
-		}
-	}
-	for _, day := range ch.overflow {
-		delete(s.sets, day)
-	}
-}
-
-// translate readies s.xlat for the numbering of b: xlat[id] is the number
-// in pending's dictionary of b's path id, or -1 if not looked up yet or not
-// there.
-func (s *Store) translate(b *logtally.Batch) {
-	if s.xlatEpoch != b.Numbering() || s.xlatGen != s.pending.gen {
-		s.xlat = s.xlat[:0]
-		s.xlatEpoch, s.xlatGen = b.Numbering(), s.pending.gen
-	}
-	for len(s.xlat) < len(b.Paths()) {
-		s.xlat = append(s.xlat, -1)
-	}
-}
-
-// slotOf returns the number in pending's dictionary of a batch's path, or -1.
-func (s *Store) slotOf(b *logtally.Batch, id int32) int32 {
-	if id == otherID {
-		return s.pending.lookup(logtally.OtherPath)
-	}
-	sl := s.xlat[id]
-	if sl < 0 {
-		sl = s.pending.lookup(b.Paths()[id])
-		s.xlat[id] = sl
-	}
-	return sl
-}
-
-// uint32Key reads a day key.
-func uint32Key(k []byte) uint32 {
-	if len(k) < 4 {
-		return 0
-	}
-	return binary.BigEndian.Uint32(k)
 }
 
 // logPaths appends a commit's page views per path and day (in day order) to
@@ -461,63 +634,66 @@ func uint32Key(k []byte) uint32 {
 // compaction adds them to) may reach the all-time cap: pending counts are
 // final only while nothing is capped at compaction.
 func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now time.Time) (*logChange, error) {
+	l := s.log
 	counters := s.bucket(tx, bucketCounters)
 	lb := s.bucket(tx, bucketPathLog)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location))
-	s.translate(b)
-	s.uses++
-	ch := &logChange{b: b}
-	newCounts, newNames, lateCounts := 0, 0, 0
-	newDays := 0
-	for _, d := range days {
-		dayPart, late := d.day >= floor, d.day <= folded
+	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
+	nb := &s.scratch.numbers
+	nb.start(&l.dict, b.Paths())
+	l.uses++
+	ch := &logChange{}
+	newCounts, lateCounts, newDays := 0, 0, 0
+	for _, dd := range days {
+		dayPart, late := dd.day >= floor, dd.day <= folded
 		if !dayPart && !late {
 			continue // expired and never folded: as before, not counted
 		}
-		pd := s.pending.days[d.day]
+		pd := l.days[dd.day]
 		if pd == nil {
 			newDays++
 		}
-		paths := d.paths
-		slots := make([]int32, len(paths))
+		sc, k := &s.scratch, len(dd.paths)
+		d := loggedDay{day: dd.day, paths: carve(&sc.logPaths, k), slots: carve(&sc.logSlots, k), ids: carve(&sc.logIDs, k)}
 		fresh := 0
-		for i, pc := range paths {
-			slots[i] = s.slotOf(b, pc.id)
-			if !pd.has(slots[i]) && pathName(b, pc.id) != logtally.OtherPath {
+		for i, pc := range dd.paths {
+			d.paths[i] = logtally.PageCount{Path: nb.name(pc.id), PageViews: pc.n}
+			d.slots[i], d.ids[i] = nb.lookup(pc.id), pc.id
+			if !pd.has(d.slots[i]) && d.paths[i].Path != logtally.OtherPath {
 				fresh++
 			}
 		}
 		if dayPart {
 			var err error
-			if paths, slots, err = s.admit(tx, counters, b, d.day, pd, paths, slots, fresh, ch); err != nil {
+			if d, err = l.admit(counters, s.bucket(tx, bucketDayPaths), s.cfg.MaxDayPaths, d, pd, fresh, ch); err != nil {
 				return nil, err
 			}
 		}
-		for _, sl := range slots {
-			if !pd.has(sl) {
-				newCounts++
-			}
+		for i, sl := range d.slots {
 			if sl < 0 {
-				newNames++
+				d.slots[i] = nb.number(d.ids[i])
+			}
+			if !pd.has(d.slots[i]) {
+				newCounts++
 			}
 		}
 		if late {
-			lateCounts += len(paths)
+			lateCounts += len(d.paths)
 		}
-		n, err := appendLog(lb, &s.scratch.values, d.day, b, paths)
+		n, err := appendLog(lb, &s.scratch.values, d.day, d.paths)
 		if err != nil {
 			return nil, err
 		}
 		ch.bytes += n
-		ch.days = append(ch.days, resolvedDay{d.day, paths, slots})
+		ch.days = append(ch.days, d)
 	}
-	inline := s.pending.bytes+ch.bytes > compactHardBytes || s.pending.paths+newCounts > compactHardPaths ||
-		len(s.pending.names)+newNames > compactHardPaths || len(s.pending.days)+newDays > maxPendingDays
+	ch.fresh = nb.fresh
+	inline := l.bytes+ch.bytes > compactHardBytes || l.paths+newCounts > compactHardPaths ||
+		l.dict.len()+len(ch.fresh) > compactHardPaths || len(l.days)+newDays > maxPendingDays
 	if lateCounts > 0 && !inline {
 		// Every late path may be new to the all-time totals.
 		distinct := int(getUvarint(counters.Get(pathCounterKey(allTimePrefix))))
-		for day, pd := range s.pending.days {
+		for day, pd := range l.days {
 			if day <= folded {
 				distinct += pd.paths
 			}
@@ -525,6 +701,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now ti
 		inline = distinct+lateCounts > s.cfg.MaxPaths
 	}
 	if inline {
+		// The compaction merges this commit's paths too: none is numbered.
 		c, err := s.compactTx(tx, now, ch)
 		if err != nil {
 			return nil, err
@@ -536,18 +713,17 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now ti
 }
 
 // admit decides which of a day's paths the day admits, as its shards would:
-// every path it holds already, and new paths while it has fewer than
-// MaxDayPaths; the others are counted as logtally.OtherPath. pd is the day's pending
-// counts, slots the paths' numbers in pending, and fresh how many paths are
-// not pending on the day yet. While the day's stored distinct paths, its
-// pending ones and the fresh ones stay within the cap, every path is
-// admitted without looking further; past that, the day's admission set
-// tells new paths from known ones.
-func (s *Store) admit(tx *bolt.Tx, counters *bolt.Bucket, b *logtally.Batch, day uint32, pd *pendingDay,
-	paths []pathDelta, slots []int32, fresh int, ch *logChange) ([]pathDelta, []int32, error) {
-	limit := s.cfg.MaxDayPaths
-	prefix := binary.BigEndian.AppendUint32(nil, day)
-	set := s.sets[day]
+// every path it holds already, and new paths while it has fewer than limit;
+// the page views of the others are logged as logtally.OtherPath. pd is the
+// day's pending counts, and fresh how many of the paths are not pending on
+// the day yet. While the day's stored distinct paths, its pending ones and
+// the fresh ones stay within the cap, every path is admitted without
+// looking further; past that, the day's admission set tells new paths from
+// known ones. The caller is the writer.
+func (l *pathLog) admit(counters, dayPaths *bolt.Bucket, limit int, d loggedDay, pd *pendingDay,
+	fresh int, ch *logChange) (loggedDay, error) {
+	prefix := binary.BigEndian.AppendUint32(nil, d.day)
+	set := l.sets[d.day]
 	if set == nil {
 		stored := int(getUvarint(counters.Get(pathCounterKey(prefix))))
 		known := 0
@@ -555,92 +731,89 @@ func (s *Store) admit(tx *bolt.Tx, counters *bolt.Bucket, b *logtally.Batch, day
 			known = pd.paths
 		}
 		if stored+known+fresh <= limit {
-			return paths, slots, nil
+			return d, nil
 		}
 		var err error
-		if set, err = s.loadSet(tx, prefix, pd); err != nil {
-			return nil, nil, err
+		if set, err = l.loadSet(dayPaths, prefix, pd); err != nil {
+			return d, err
 		}
-		s.sets[day] = set
+		l.sets[d.day] = set
 	}
-	set.used = s.uses
-	out := make([]pathDelta, 0, len(paths))
-	outSlots := make([]int32, 0, len(paths))
+	set.used = l.uses
+	out := loggedDay{day: d.day, paths: d.paths[:0], slots: d.slots[:0], ids: d.ids[:0]} // filtered in place
 	var other int64
 	admitted := len(set.hashes)
 	var added []uint64
-	for i, pc := range paths {
-		name := pathName(b, pc.id)
-		if name == logtally.OtherPath {
-			other += pc.n
+	for i, pc := range d.paths {
+		sl, id := d.slots[i], d.ids[i]
+		if pc.Path == logtally.OtherPath {
+			other += pc.PageViews
 			continue
 		}
-		if sl := slots[i]; !pd.has(sl) && !set.knows(sl, s.pending.gen) {
-			h := maphash.String(s.seed, name)
+		if !pd.has(sl) && !set.knows(sl) {
+			h := maphash.String(l.seed, pc.Path)
 			if _, ok := set.hashes[h]; ok {
-				set.mark(sl, s.pending.gen)
+				if sl >= 0 {
+					set.mark(sl)
+				}
 			} else {
 				if admitted >= limit {
-					other += pc.n
+					other += pc.PageViews
 					continue
 				}
 				admitted++
 				added = append(added, h) // marked once committed
 			}
 		}
-		out = append(out, pc)
-		outSlots = append(outSlots, slots[i])
+		out.paths = append(out.paths, pc)
+		out.slots = append(out.slots, sl)
+		out.ids = append(out.ids, id)
 	}
 	if other > 0 {
-		out = append(out, pathDelta{otherID, other})
-		outSlots = append(outSlots, s.pending.lookup(logtally.OtherPath))
+		out.paths = append(out.paths, logtally.PageCount{Path: logtally.OtherPath, PageViews: other})
+		out.slots = append(out.slots, -1)
+		out.ids = append(out.ids, otherID)
 	}
 	if len(added) > 0 {
 		if ch.newHashes == nil {
 			ch.newHashes = make(map[uint32][]uint64)
 		}
-		ch.newHashes[day] = added
+		ch.newHashes[d.day] = added
 	}
-	return out, outSlots, nil
+	return out, nil
 }
 
 // loadSet builds a day's admission set from its shards and pending paths,
 // making room for it under maxDaySets first.
-func (s *Store) loadSet(tx *bolt.Tx, prefix []byte, pd *pendingDay) (*daySet, error) {
-	for len(s.sets) >= maxDaySets {
+func (l *pathLog) loadSet(dayPaths *bolt.Bucket, prefix []byte, pd *pendingDay) (*daySet, error) {
+	for len(l.sets) >= maxDaySets {
 		var oldest uint32
 		first := true
-		for day, set := range s.sets {
-			if first || set.used < s.sets[oldest].used {
+		for day, set := range l.sets {
+			if first || set.used < l.sets[oldest].used {
 				oldest, first = day, false
 			}
 		}
-		delete(s.sets, oldest)
+		delete(l.sets, oldest)
 	}
 	set := &daySet{hashes: make(map[uint64]struct{})}
-	c := s.bucket(tx, bucketDayPaths).Cursor()
+	c := dayPaths.Cursor()
 	other := []byte(logtally.OtherPath)
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		d := decoder{b: v}
-		n := d.uvarint()
-		for range n {
-			p := d.bytes()
-			d.uvarint()
-			if d.err != nil {
-				break
-			}
+		d.pathList(func(p []byte, _ int64) {
 			if !bytes.Equal(p, other) {
-				set.hashes[maphash.Bytes(s.seed, p)] = struct{}{}
+				set.hashes[maphash.Bytes(l.seed, p)] = struct{}{}
 			}
-		}
+		})
 		if d.err != nil || len(d.b) != 0 {
 			return nil, fmt.Errorf("path shard: %w", ErrCorrupt)
 		}
 	}
 	if pd != nil {
 		for i, n := range pd.views {
-			if n != 0 && s.pending.names[i] != logtally.OtherPath {
-				set.hashes[maphash.String(s.seed, s.pending.names[i])] = struct{}{}
+			if n != 0 && l.dict.names[i] != logtally.OtherPath {
+				set.hashes[maphash.String(l.seed, l.dict.names[i])] = struct{}{}
 			}
 		}
 	}
@@ -650,23 +823,21 @@ func (s *Store) loadSet(tx *bolt.Tx, prefix []byte, pd *pendingDay) (*daySet, er
 // compactTx merges the path log into the shards and deletes it: each day's
 // page views into its shards if the day is within the hour retention, and
 // into the all-time totals if the day is folded into them already. The sum
-// merged is pending, plus extra: the change of the commit running it, which
-// pending does not hold yet.
+// merged is the log's counts, plus extra: the change of the commit running
+// it, which the counts do not hold yet.
 func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logChange, error) {
+	l := s.log
 	ch := &logChange{compacted: true}
 	lb := s.bucket(tx, bucketPathLog)
 	counters := s.bucket(tx, bucketCounters)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location))
+	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
 	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
 
-	days := slices.Collect(func(yield func(uint32) bool) {
-		for d := range s.pending.days {
-			if !yield(d) {
-				return
-			}
-		}
-	})
+	var days []uint32
+	for d := range l.days {
+		days = append(days, d)
+	}
 	if extra != nil {
 		for _, d := range extra.days {
 			days = append(days, d.day)
@@ -674,8 +845,8 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 	}
 	slices.Sort(days)
 	days = slices.Compact(days)
-	s.pending.sortOrder()
-	shards := make([][]pathCount, pathShards)
+	l.dict.sortOrder()
+	shards := make([][]logtally.PageCount, pathShards)
 	for _, day := range days {
 		if day < floor && day > folded {
 			continue // expired and not folded: nowhere to go
@@ -683,11 +854,11 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 		for i := range shards {
 			shards[i] = shards[i][:0]
 		}
-		if pd := s.pending.days[day]; pd != nil {
-			for _, i := range s.pending.order { // sorted already
+		if pd := l.days[day]; pd != nil {
+			for _, i := range l.dict.order { // sorted already
 				if n := pd.get(i); n != 0 {
-					sh := s.pending.shard[i]
-					shards[sh] = append(shards[sh], pathCount{s.pending.names[i], n})
+					sh := l.dict.shard[i]
+					shards[sh] = append(shards[sh], logtally.PageCount{Path: l.dict.names[i], PageViews: n})
 				}
 			}
 		}
@@ -696,9 +867,8 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 			for _, d := range extra.days {
 				if d.day == day {
 					for _, pc := range d.paths {
-						name := pathName(extra.b, pc.id)
-						sh := shardOf(name)
-						shards[sh] = append(shards[sh], pathCount{name, pc.n})
+						sh := shardOf(pc.Path)
+						shards[sh] = append(shards[sh], pc)
 						touched[sh] = true
 					}
 				}
@@ -743,15 +913,15 @@ func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logCha
 }
 
 // sumSorted sorts a shard's delta by path and adds up repeated paths.
-func sumSorted(delta []pathCount) []pathCount {
+func sumSorted(delta []logtally.PageCount) []logtally.PageCount {
 	if len(delta) < 2 {
 		return delta
 	}
-	slices.SortFunc(delta, func(a, b pathCount) int { return cmp.Compare(a.path, b.path) })
+	slices.SortFunc(delta, byPath)
 	out := delta[:1]
 	for _, e := range delta[1:] {
-		if last := &out[len(out)-1]; last.path == e.path {
-			last.n += e.n
+		if last := &out[len(out)-1]; last.Path == e.Path {
+			last.PageViews += e.PageViews
 		} else {
 			out = append(out, e)
 		}
@@ -759,33 +929,22 @@ func sumSorted(delta []pathCount) []pathCount {
 	return out
 }
 
-// Compact merges the path log into the per-path shards in a transaction of
+// compact merges the path log into the per-path shards in a transaction of
 // its own. Commit asks RunPruner for it when the log grows; Prune runs it
 // too. There is nothing to do once the log is empty, so it is idempotent.
-func (s *Store) Compact(ctx context.Context) error {
+func (s *Store) compact(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if len(s.pending.days) == 0 {
+	if len(s.log.days) == 0 {
 		return nil
 	}
-	now := s.cfg.Now()
+	now := s.now()
 	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) { return s.compactTx(tx, now, nil) })
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
 	return nil
-}
-
-// wantsCompaction reports whether the log has grown past its soft bounds.
-// The bound in bytes follows the size of the shards a compaction rewrites,
-// between compactMinBytes and compactSoftBytes: each compaction then
-// rewrites about as many bytes as the log it merges (its cost per logged
-// byte stays the same), and the log, which takes room in the file until it
-// is merged, stays about as large as the shards, not a fixed 8 MiB that a
-// small site's day would never amortise. The caller holds writeMu.
-func (s *Store) wantsCompaction() bool {
-	return s.pending.bytes >= s.compactAt || s.pending.paths >= compactSoftPaths
 }

@@ -35,11 +35,11 @@ func commitViews(t *testing.T, s *Store, views []view) {
 // reopen closes s and opens its file again with the same configuration.
 func reopen(t *testing.T, s *Store) *Store {
 	t.Helper()
-	cfg := s.cfg
+	cfg, now := s.cfg, s.now
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return mustOpen(t, cfg)
+	return mustOpenAt(t, cfg, now)
 }
 
 // checkPending fails unless pending is exactly the sum of the log values.
@@ -60,15 +60,15 @@ func checkPending(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.pathMu.RLock()
-	defer s.pathMu.RUnlock()
+	s.log.mu.RLock()
+	defer s.log.mu.RUnlock()
 	got := make(map[uint32]map[string]int64)
 	entries := 0
-	for day, pd := range s.pending.days {
+	for day, pd := range s.log.days {
 		got[day] = make(map[string]int64)
 		for i, n := range pd.views {
 			if n != 0 {
-				got[day][s.pending.names[i]] = n
+				got[day][s.log.dict.names[i]] = n
 				entries++
 			}
 		}
@@ -76,8 +76,8 @@ func checkPending(t *testing.T, s *Store) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("pending differs from the log:\n got %v\nwant %v", got, want)
 	}
-	if s.pending.bytes != size || s.pending.paths != entries {
-		t.Errorf("pending holds %d bytes, %d counts; the log %d bytes, %d counts", s.pending.bytes, s.pending.paths, size, entries)
+	if s.log.bytes != size || s.log.paths != entries {
+		t.Errorf("pending holds %d bytes, %d counts; the log %d bytes, %d counts", s.log.bytes, s.log.paths, size, entries)
 	}
 }
 
@@ -152,7 +152,7 @@ func TestPathCountsEqualRecount(t *testing.T) {
 		check(fmt.Sprintf("step %d, after commit", step))
 		switch step % 6 {
 		case 1:
-			if err := s.Compact(context.Background()); err != nil {
+			if err := s.compact(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if n := logSize(t, s); n != 0 {
@@ -212,7 +212,7 @@ func TestDayCapAdmitsFirstPaths(t *testing.T) {
 				order = append(order, fresh)
 				commitViews(t, s, views)
 				if c%5 == 4 {
-					if err := s.Compact(context.Background()); err != nil {
+					if err := s.compact(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -252,7 +252,7 @@ func TestDayCapAdmitsFirstPaths(t *testing.T) {
 				}
 				seen += len(fresh)
 			}
-			if err := s.Compact(context.Background()); err != nil {
+			if err := s.compact(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if after := answers(t, s, all, t0); !slices.EqualFunc(after, before, slices.Equal) {
@@ -301,7 +301,7 @@ func TestRestartWithUncompactedLog(t *testing.T) {
 	}
 	// Admission goes on from the reopened pending counts: still 20 paths.
 	commitViews(t, s, []view{{0, "/late/1"}, {0, paths[0]}})
-	if err := s.Compact(context.Background()); err != nil {
+	if err := s.compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := answers(t, s, append(slices.Clone(paths), "/late/1"), t0)[0]
@@ -377,7 +377,7 @@ func TestCrashCopyHasLogAndPositions(t *testing.T) {
 // its own transaction, so that no answer changes later.
 func TestLateLinesAtAllTimeCap(t *testing.T) {
 	now := fixedNow()
-	s := mustOpen(t, Config{MaxPaths: 3, Now: func() time.Time { return now }})
+	s := mustOpenAt(t, Config{MaxPaths: 3}, func() time.Time { return now })
 	commitViews(t, s, []view{{0, "/a"}, {1, "/b"}, {2, "/a"}})
 	if _, err := s.Prune(context.Background()); err != nil { // folds t0's day
 		t.Fatal(err)
@@ -427,19 +427,19 @@ func TestPathLogBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-s.wake:
+		case <-s.log.wake:
 			woken = true
 		default:
 		}
-		p := s.pending
+		p := s.log
 		if p.paths > compactHardPaths || p.bytes > compactHardBytes || len(p.days) > maxPendingDays {
 			t.Fatalf("commit %d: pending holds %d counts, %d bytes, %d days", c, p.paths, p.bytes, len(p.days))
 		}
-		if len(p.names) > compactHardPaths+perCommit {
-			t.Fatalf("commit %d: dictionary of %d paths", c, len(p.names))
+		if p.dict.len() > compactHardPaths+perCommit {
+			t.Fatalf("commit %d: dictionary of %d paths", c, p.dict.len())
 		}
-		if len(s.sets) > maxDaySets {
-			t.Fatalf("commit %d: %d admission sets", c, len(s.sets))
+		if len(s.log.sets) > maxDaySets {
+			t.Fatalf("commit %d: %d admission sets", c, len(s.log.sets))
 		}
 	}
 	if !woken {
@@ -472,8 +472,8 @@ func TestDaySetsEvicted(t *testing.T) {
 			truth[p]++
 		}
 		commitViews(t, s, views)
-		if len(s.sets) > maxDaySets {
-			t.Fatalf("%d admission sets", len(s.sets))
+		if len(s.log.sets) > maxDaySets {
+			t.Fatalf("%d admission sets", len(s.log.sets))
 		}
 	}
 	before := answers(t, s, all, t0, t0.Add(24*time.Hour), t0.Add(48*time.Hour), t0.Add(72*time.Hour))
@@ -488,7 +488,7 @@ func TestDaySetsEvicted(t *testing.T) {
 			t.Errorf("day %d: %d paths admitted, want %d", d, admitted, limit)
 		}
 	}
-	if err := s.Compact(context.Background()); err != nil {
+	if err := s.compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	after := answers(t, s, all, t0, t0.Add(24*time.Hour), t0.Add(48*time.Hour), t0.Add(72*time.Hour))
@@ -502,7 +502,7 @@ func TestDaySetsEvicted(t *testing.T) {
 func TestUpgradeFromSchema1(t *testing.T) {
 	s := mustOpen(t, Config{})
 	commitViews(t, s, []view{{0, "/a"}})
-	s.Compact(context.Background())
+	s.compact(context.Background())
 	path := s.cfg.Path
 	s.Close()
 	db, err := bolt.Open(path, 0o600, nil)
@@ -552,7 +552,7 @@ func TestPathCountsDuringCompaction(t *testing.T) {
 				return
 			}
 			if i%3 == 0 {
-				if err := s.Compact(context.Background()); err != nil {
+				if err := s.compact(context.Background()); err != nil {
 					done <- err
 					return
 				}
@@ -601,11 +601,11 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 		if err := s.Commit(b); err != nil {
 			t.Fatal(err)
 		}
-		maxLog = max(maxLog, s.pending.bytes)
+		maxLog = max(maxLog, s.log.bytes)
 		select {
-		case <-s.wake:
+		case <-s.log.wake:
 			compactions++
-			if err := s.Compact(t.Context()); err != nil {
+			if err := s.compact(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 		default:
@@ -619,8 +619,8 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 			return nil
 		})
 	})
-	if compactions < 2 || s.compactAt != max(shards, compactMinBytes) || maxLog > 2*compactMinBytes {
-		t.Errorf("%d compactions; log up to %d bytes, compacted at %d; shards %d bytes", compactions, maxLog, s.compactAt, shards)
+	if compactions < 2 || s.log.compactAt != max(shards, compactMinBytes) || maxLog > 2*compactMinBytes {
+		t.Errorf("%d compactions; log up to %d bytes, compacted at %d; shards %d bytes", compactions, maxLog, s.log.compactAt, shards)
 	}
 }
 
@@ -649,4 +649,201 @@ func TestFileGrowsInSmallSteps(t *testing.T) {
 	if sp.File < 2<<20 || sp.InUse > sp.File || fi.Size() > sp.File+2*allocSize {
 		t.Errorf("file %d bytes, data up to %d, %d in use", fi.Size(), sp.File, sp.InUse)
 	}
+}
+
+// TestReadersDoNotWaitForCommit holds a commit, then a compaction, at two
+// points of their transaction's commit, as a slow fsync would: before the
+// file changes (its pages being written and synced) and after it changed
+// but before the path log's counts follow (its meta page being synced).
+// PathCounts must answer at both, with what the file it reads holds: never
+// the log's page views twice or not at all.
+func TestReadersDoNotWaitForCommit(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		write func(s *Store) error
+		want  int64 // page views of /x once the write is in the file
+	}{
+		{"commit", func(s *Store) error {
+			b := logtally.NewBatch()
+			for i := range 3 {
+				addHit(b, page(int64(i), 1, "/x"), 200, 0, false)
+			}
+			addHit(b, page(3, 1, "/new"), 200, 0, false) // a path new to the dictionary
+			return s.Commit(b)
+		}, 5},
+		{"compaction", func(s *Store) error { return s.compact(context.Background()) }, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustOpen(t, Config{})
+			commitViews(t, s, []view{{0, "/x"}, {1, "/x"}})
+			held, release := make(chan string), make(chan struct{})
+			// stop lets a held write go if the test fails, so that
+			// the store can close.
+			stop := make(chan struct{})
+			t.Cleanup(func() { close(stop) })
+			hold := func(at string) {
+				select {
+				case held <- at:
+				case <-stop:
+					return
+				}
+				select {
+				case <-release:
+				case <-stop:
+				}
+			}
+			s.commit = func(tx *bolt.Tx) error {
+				hold("before the file changes")
+				err := tx.Commit()
+				hold("after the file changed")
+				return err
+			}
+			done := make(chan error)
+			go func() { done <- tt.write(s) }()
+
+			at := <-held
+			readWithin(t, s, at, "/x", 2)
+			release <- struct{}{}
+			at = <-held
+			readWithin(t, s, at, "/x", tt.want)
+			if tt.name == "commit" {
+				readWithin(t, s, at, "/new", 1)
+			}
+			release <- struct{}{}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			readWithin(t, s, "after the write", "/x", tt.want)
+			checkPending(t, s)
+		})
+	}
+}
+
+// readWithin checks a path's page views on t0's day, failing if PathCounts
+// does not answer while a write is held: a reader must not wait for it.
+func readWithin(t *testing.T, s *Store, at, path string, want int64) {
+	t.Helper()
+	type answer struct {
+		got []logtally.PathCount
+		err error
+	}
+	c := make(chan answer, 1)
+	go func() {
+		got, err := s.PathCounts([]string{path}, t0)
+		c <- answer{got, err}
+	}()
+	select {
+	case a := <-c:
+		if a.err != nil {
+			t.Fatalf("%s: %v", at, a.err)
+		}
+		if got := a.got[0]; got.Day != want || got.Total != want {
+			t.Errorf("%s: %s = %+v, want %d page views", at, path, got, want)
+		}
+	case <-time.After(10 * time.Second): // only when failing: the reader is blocked
+		t.Fatalf("%s: PathCounts waits for the write", at)
+	}
+}
+
+// TestPathLogCountsFollowFile checks how the log's counts are paired with
+// a reader's transaction: a change being committed is added for a reader
+// whose file holds it, and a reader whose file is older than the counts is
+// sent back for a newer one.
+func TestPathLogCountsFollowFile(t *testing.T) {
+	l := newPathLog()
+	l.applied = 10
+	read := func(txID int) (int64, bool) {
+		var n int64
+		ok := l.counts(txID, []string{"/a"}, func(_ int, _ uint32, v int64) { n += v })
+		return n, ok
+	}
+	commit := &logChange{fresh: []string{"/a"}, days: []loggedDay{{day: 1,
+		paths: []logtally.PageCount{{Path: "/a", PageViews: 3}}, slots: []int32{0}, ids: []int32{0}}}}
+	l.publish(commit, 12)
+	for _, tt := range []struct {
+		txID int
+		want int64
+	}{{10, 0}, {11, 0}, {12, 3}} {
+		if n, ok := read(tt.txID); !ok || n != tt.want {
+			t.Errorf("committing, transaction %d reads %d, %v; want %d, true", tt.txID, n, ok, tt.want)
+		}
+	}
+	l.apply(commit)
+	if _, ok := read(11); ok {
+		t.Error("a transaction older than the counts was not sent back")
+	}
+	if n, ok := read(12); !ok || n != 3 {
+		t.Errorf("after the commit, transaction 12 reads %d, %v; want 3, true", n, ok)
+	}
+	compaction := &logChange{compacted: true}
+	l.publish(compaction, 14)
+	if n, ok := read(13); !ok || n != 3 {
+		t.Errorf("compacting, transaction 13 reads %d, %v; want 3, true", n, ok)
+	}
+	if n, ok := read(14); !ok || n != 0 {
+		t.Errorf("compacting, transaction 14 reads %d, %v; want 0 (in the shards), true", n, ok)
+	}
+	l.withdraw()
+	if n, ok := read(13); !ok || n != 3 {
+		t.Errorf("after a failed compaction, reads %d, %v; want 3, true", n, ok)
+	}
+}
+
+// TestNumberingHints checks that a commit's path numbers always name the
+// batch's paths in the dictionary, whatever the hints left by earlier
+// commits: with another batch, after the dictionary was emptied and filled
+// in another order, and for paths new to it.
+func TestNumberingHints(t *testing.T) {
+	d := &dict{slot: make(map[string]int32)}
+	var nb numbering
+	check := func(when string, names []string) {
+		t.Helper()
+		nb.start(d, names)
+		defer nb.reset()
+		for id, p := range names {
+			sl := nb.number(int32(id))
+			if got, ok := nameOf(d, &nb, sl); !ok || got != p {
+				t.Errorf("%s: %s numbered %d, which names %q", when, p, sl, got)
+			}
+			if again := nb.number(int32(id)); again != sl {
+				t.Errorf("%s: %s numbered %d, then %d", when, p, sl, again)
+			}
+		}
+		if i := slices.Index(names, logtally.OtherPath); i >= 0 && nb.number(otherID) != nb.number(int32(i)) {
+			t.Errorf("%s: %s has two numbers", when, logtally.OtherPath)
+		}
+		for _, p := range nb.fresh {
+			d.insert(p) // as publishing the change does
+		}
+	}
+	a := []string{"/a", "/b", "/c"}
+	check("first commit", a)
+	check("same batch", a)
+	check("another batch", []string{"/c", "/a", "/d", logtally.OtherPath})
+	check("back to the first", a)
+	d.clear()
+	for _, p := range []string{"/x", "/c", "/b"} {
+		d.insert(p)
+	}
+	check("after the dictionary was emptied", a)
+	// A commit that failed leaves hints to numbers that were never given.
+	nb.start(d, []string{"/e", "/f"})
+	nb.number(0)
+	nb.number(1)
+	nb.reset()
+	d.insert("/f")
+	check("after a failed commit", []string{"/e", "/f"})
+}
+
+// nameOf returns the path number sl names in d, or among nb's fresh paths.
+func nameOf(d *dict, nb *numbering, sl int32) (string, bool) {
+	switch {
+	case sl < 0:
+		return "", false
+	case int(sl) < d.len():
+		return d.names[sl], true
+	case int(sl)-d.len() < len(nb.fresh):
+		return nb.fresh[int(sl)-d.len()], true
+	}
+	return "", false
 }

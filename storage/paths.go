@@ -26,6 +26,9 @@ const pathShards = 256
 
 var keyFolded = []byte("folded") // counters: last day folded into all-time totals
 
+// byPath orders page counts by path.
+func byPath(a, b logtally.PageCount) int { return cmp.Compare(a.Path, b.Path) }
+
 // shardOf is FNV-1a of the path, modulo pathShards.
 func shardOf(path string) uint16 {
 	h := uint32(2166136261)
@@ -36,43 +39,14 @@ func shardOf(path string) uint16 {
 	return uint16(h % pathShards)
 }
 
-// pathCount is one entry of a shard.
-type pathCount struct {
-	path string
-	n    int64
-}
+// A shard is a path list (see codec.go) sorted by path.
 
-// encodeShard: uvarint n, n x (uvarint length, path, uvarint count), sorted
-// by path.
-func encodeShard(entries []pathCount) []byte {
-	size := binary.MaxVarintLen64
-	for _, e := range entries {
-		size += len(e.path) + 2*binary.MaxVarintLen64
-	}
-	b := make([]byte, 0, size)
-	b = binary.AppendUvarint(b, uint64(len(entries)))
-	for _, e := range entries {
-		b = binary.AppendUvarint(b, uint64(len(e.path)))
-		b = append(b, e.path...)
-		b = binary.AppendUvarint(b, uint64(e.n))
-	}
-	return b
-}
-
-func decodeShard(b []byte) ([]pathCount, error) {
+func decodeShard(b []byte) ([]logtally.PageCount, error) {
 	if b == nil {
 		return nil, nil
 	}
 	d := decoder{b: b}
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		return nil, fmt.Errorf("path shard: %w", ErrCorrupt)
-	}
-	out := make([]pathCount, 0, n)
-	for range n {
-		p := d.bytes()
-		out = append(out, pathCount{path: string(p), n: int64(d.uvarint())})
-	}
+	out := d.pageCounts()
 	if d.err != nil || len(d.b) != 0 {
 		return nil, fmt.Errorf("path shard: %w", ErrCorrupt)
 	}
@@ -85,7 +59,7 @@ func decodeShard(b []byte) ([]pathCount, error) {
 // caller to add to logtally.OtherPath. The stored entries are merged as bytes, never
 // decoded into strings: a shard holds hundreds of paths and a commit
 // rewrites every shard it touches.
-func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64, limit int) (overflow int64, err error) {
+func mergeShard(b *bolt.Bucket, key []byte, delta []logtally.PageCount, distinct *uint64, limit int) (overflow int64, err error) {
 	old := decoder{b: b.Get(key)}
 	n := uint64(0)
 	if len(old.b) > 0 {
@@ -94,20 +68,18 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64,
 	out := make([]byte, 0, len(old.b)+len(delta)*48+2*binary.MaxVarintLen64)
 	var entries uint64
 	body := make([]byte, 0, cap(out))
-	put := func(path []byte, count uint64) {
-		body = binary.AppendUvarint(body, uint64(len(path)))
-		body = append(body, path...)
-		body = binary.AppendUvarint(body, count)
+	put := func(path []byte, count int64) {
+		body = appendEntry(body, path, count)
 		entries++
 	}
 	var path []byte
-	var count uint64
+	var count int64
 	next := func() bool {
 		if n == 0 {
 			return false
 		}
 		n--
-		path, count = old.bytes(), old.uvarint()
+		path, count = old.entry()
 		return old.err == nil
 	}
 	have := next()
@@ -120,7 +92,7 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64,
 		case j == len(delta):
 			c = -1
 		default:
-			c = strings.Compare(string(path), delta[j].path)
+			c = strings.Compare(string(path), delta[j].Path)
 		}
 		switch {
 		case c < 0:
@@ -128,17 +100,17 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64,
 			have = next()
 		case c > 0:
 			d := delta[j]
-			if d.path != logtally.OtherPath && *distinct >= uint64(limit) {
-				overflow += d.n
+			if d.Path != logtally.OtherPath && *distinct >= uint64(limit) {
+				overflow += d.PageViews
 			} else {
-				if d.path != logtally.OtherPath {
+				if d.Path != logtally.OtherPath {
 					*distinct++
 				}
-				put([]byte(d.path), uint64(d.n))
+				put([]byte(d.Path), d.PageViews)
 			}
 			j++
 		default:
-			put(path, count+uint64(delta[j].n))
+			put(path, count+delta[j].PageViews)
 			have = next()
 			j++
 		}
@@ -153,13 +125,13 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []pathCount, distinct *uint64,
 // addPaths adds page views per path to the shards under prefix, at most
 // limit distinct paths, the rest counted as logtally.OtherPath, which it returns.
 func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, limit int) (int64, error) {
-	shards := make([][]pathCount, pathShards)
+	shards := make([][]logtally.PageCount, pathShards)
 	for p, n := range counts {
 		s := shardOf(p)
-		shards[s] = append(shards[s], pathCount{p, n})
+		shards[s] = append(shards[s], logtally.PageCount{Path: p, PageViews: n})
 	}
 	for _, delta := range shards {
-		slices.SortFunc(delta, func(a, b pathCount) int { return cmp.Compare(a.path, b.path) })
+		slices.SortFunc(delta, byPath)
 	}
 	return mergeShards(b, counters, prefix, shards, limit)
 }
@@ -167,7 +139,7 @@ func addPaths(b, counters *bolt.Bucket, prefix []byte, counts map[string]int64, 
 // mergeShards merges each shard's delta (sorted by path, distinct) into the
 // shards under prefix, at most limit distinct paths, the rest counted as
 // logtally.OtherPath, which it returns.
-func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]pathCount, limit int) (int64, error) {
+func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]logtally.PageCount, limit int) (int64, error) {
 	counterKey := pathCounterKey(prefix)
 	distinct := getUvarint(counters.Get(counterKey))
 	before := distinct
@@ -183,7 +155,7 @@ func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]pathCount, 
 		other += over
 	}
 	if other > 0 {
-		if _, err := mergeShard(b, shardKey(prefix, shardOf(logtally.OtherPath)), []pathCount{{logtally.OtherPath, other}}, &distinct, limit); err != nil {
+		if _, err := mergeShard(b, shardKey(prefix, shardOf(logtally.OtherPath)), []logtally.PageCount{{Path: logtally.OtherPath, PageViews: other}}, &distinct, limit); err != nil {
 			return 0, err
 		}
 	}
@@ -212,7 +184,7 @@ var allTimePrefix = []byte{}
 func (s *Store) foldDay(day []byte) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	now := s.cfg.Now()
+	now := s.now()
 	return s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
 		ch, err := s.compactTx(tx, now, nil)
 		if err != nil {
@@ -231,7 +203,7 @@ func (s *Store) foldDay(day []byte) error {
 				return nil, err
 			}
 			for _, e := range entries {
-				counts[e.path] += e.n
+				counts[e.Path] += e.PageViews
 			}
 		}
 		if _, err := addPaths(s.bucket(tx, bucketPaths), counters, allTimePrefix, counts, s.cfg.MaxPaths); err != nil {
@@ -281,9 +253,9 @@ func lookupShard(b *bolt.Bucket, prefix []byte, path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	i, ok := slices.BinarySearchFunc(entries, path, func(e pathCount, p string) int { return cmp.Compare(e.path, p) })
+	i, ok := slices.BinarySearchFunc(entries, path, func(e logtally.PageCount, p string) int { return cmp.Compare(e.Path, p) })
 	if !ok {
 		return 0, nil
 	}
-	return entries[i].n, nil
+	return entries[i].PageViews, nil
 }

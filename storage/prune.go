@@ -22,7 +22,7 @@ const pruneBatch = 1000
 // than ExactVisitorsSpan behind the newest minute. It returns how many keys
 // it deleted.
 func (s *Store) Prune(ctx context.Context) (int, error) {
-	now := s.cfg.Now()
+	now := s.now()
 	type job struct {
 		name []byte
 		end  []byte // delete keys before this
@@ -30,15 +30,15 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	jobs := []job{
 		{bucketMinutes, minuteKey(now.Add(-s.cfg.MinuteRetention))},
 		{bucketHours, u64(uint64(logtally.FloorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)))},
-		{bucketDayPaths, dayKey(now.Add(-s.cfg.HourRetention), s.cfg.Location)},
+		{bucketDayPaths, dayKey(now.Add(-s.cfg.HourRetention), s.loc)},
 	}
 	if s.cfg.DayRetention > 0 {
-		jobs = append(jobs, job{bucketDays, dayKey(now.Add(-s.cfg.DayRetention), s.cfg.Location)})
+		jobs = append(jobs, job{bucketDays, dayKey(now.Add(-s.cfg.DayRetention), s.loc)})
 	}
-	if err := s.Compact(ctx); err != nil {
+	if err := s.compact(ctx); err != nil {
 		return 0, err
 	}
-	if err := s.foldDays(dayKey(now, s.cfg.Location)); err != nil {
+	if err := s.foldDays(dayKey(now, s.loc)); err != nil {
 		return 0, err
 	}
 	last, ok, err := s.Last()
@@ -96,7 +96,7 @@ const recentWrite = 10 * time.Minute
 // compactVisitors drops the exact visitor sets of minutes before end that no
 // commit wrote in the last recentWrite.
 func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) (int, error) {
-	s.mu.Lock()
+	s.writeMu.Lock()
 	recent := make(map[int64]bool)
 	for m, t := range s.touched {
 		if now.Sub(t) < recentWrite {
@@ -105,7 +105,7 @@ func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) 
 			delete(s.touched, m)
 		}
 	}
-	s.mu.Unlock()
+	s.writeMu.Unlock()
 	keep := func(k []byte) bool { return recent[int64(binary.BigEndian.Uint64(k))] }
 	return s.deleteAllBefore(ctx, bucketVisitors, end, keep)
 }
@@ -140,8 +140,8 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 			select {
 			case <-ctx.Done():
 				return
-			case <-s.wake:
-				if err := s.Compact(ctx); err != nil && ctx.Err() == nil {
+			case <-s.log.wake:
+				if err := s.compact(ctx); err != nil && ctx.Err() == nil {
 					log.Warn("compact", "err", err)
 				}
 			case <-t.C:

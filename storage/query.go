@@ -25,32 +25,6 @@ func (s *Store) Minutes(from, to time.Time) ([]logtally.Bucket, error) {
 	return out, err
 }
 
-// Hours returns the stored hours in [from, to], oldest first; Time is the
-// start of each hour.
-func (s *Store) Hours(from, to time.Time) ([]logtally.Bucket, error) {
-	var out []logtally.Bucket
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return scan(s.bucket(tx, bucketHours), u64(uint64(logtally.FloorDiv(from.Unix(), 3600))),
-			u64(uint64(logtally.FloorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
-				out = append(out, logtally.Bucket{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
-			})
-	})
-	return out, err
-}
-
-// Days returns the stored days in [from, to], oldest first; Time is the start
-// of each day in the store's zone.
-func (s *Store) Days(from, to time.Time) ([]logtally.Bucket, error) {
-	var out []logtally.Bucket
-	loc := s.cfg.Location
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return scan(s.bucket(tx, bucketDays), dayKey(from, loc), dayKey(to, loc), false, func(k []byte, r *record) {
-			out = append(out, logtally.Bucket{Time: dayStart(k, loc), Counts: r.Counts})
-		})
-	})
-	return out, err
-}
-
 func minuteKey(t time.Time) []byte { return u64(uint64(logtally.FloorDiv(t.Unix(), 60))) }
 
 // scan decodes the records with keys in [lo, hi] in key order.
@@ -78,7 +52,7 @@ func (s *Store) Last() (t time.Time, ok bool, err error) {
 	return t, ok, err
 }
 
-// logtally.Series returns one point per step from the step containing from to the
+// Series returns one point per step from the step containing from to the
 // step containing to. Steps under an hour come from minutes, 1h from hours,
 // 1d from days in the store's zone. Visitors per point are the distinct
 // visitors within that step: exact for a one-minute step unless the minute
@@ -95,7 +69,7 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 	var starts []time.Time
 	switch step {
 	case 24 * time.Hour:
-		loc := s.cfg.Location
+		loc := s.loc
 		y, m, d := from.In(loc).Date()
 		for t := time.Date(y, m, d, 0, 0, 0, 0, loc); !t.After(to); t = t.AddDate(0, 0, 1) {
 			if len(starts) == logtally.MaxPoints {
@@ -139,7 +113,7 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 		name, lo, hi = bucketHours, u64(uint64(logtally.FloorDiv(starts[0].Unix(), 3600))), u64(uint64(logtally.FloorDiv(to.Unix(), 3600)))
 		keyTime = func(k []byte) time.Time { return time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0) }
 	case 24 * time.Hour:
-		loc := s.cfg.Location
+		loc := s.loc
 		name, lo, hi = bucketDays, dayKey(starts[0], loc), dayKey(to, loc)
 		keyTime = func(k []byte) time.Time { return dayStart(k, loc) }
 	}
@@ -185,35 +159,35 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 // path log holds for them.
 func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
 	out := make([]logtally.PathCount, len(paths))
-	dk := dayKey(day, s.cfg.Location)
-	floor := uint32Key(dayKey(s.cfg.Now().Add(-s.cfg.HourRetention), s.cfg.Location))
-	// The transaction is opened under pathMu, so that pending matches the
-	// file it sees; pending is read before pathMu is let go.
-	s.pathMu.RLock()
-	tx, err := s.db.Begin(false)
-	if err != nil {
-		s.pathMu.RUnlock()
-		return nil, err
-	}
-	defer tx.Rollback()
-	folded := uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
 	for i, p := range paths {
 		out[i].Path = p
-		sl := s.pending.lookup(p)
-		if sl < 0 {
-			continue
+	}
+	dk := dayKey(day, s.loc)
+	floor := uint32Key(dayKey(s.now().Add(-s.cfg.HourRetention), s.loc))
+	// The path log's counts are paired with the file the transaction sees;
+	// if they have moved past it, a newer transaction is opened.
+	var tx *bolt.Tx
+	var folded uint32
+	for {
+		var err error
+		if tx, err = s.db.Begin(false); err != nil {
+			return nil, err
 		}
-		for d, pd := range s.pending.days {
-			n := pd.get(sl)
+		folded = uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
+		inStep := s.log.counts(tx.ID(), paths, func(i int, d uint32, n int64) {
 			if d >= floor || d <= folded { // as compaction will count it
 				out[i].Total += n
 			}
 			if d == uint32Key(dk) && d >= floor {
 				out[i].Day += n
 			}
+		})
+		if inStep {
+			break
 		}
+		tx.Rollback()
 	}
-	s.pathMu.RUnlock()
+	defer tx.Rollback()
 
 	pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
 	// Days not folded into the all-time shards yet; usually today alone.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
@@ -31,12 +30,17 @@ func (r *record) sketch() *hyperloglog.Sketch {
 
 // add adds a delta's counts (not its visitors or pages) to r.
 func (r *record) add(d *logtally.Delta) {
-	r.Requests += d.Requests
-	r.PageViews += d.PageViews
-	r.Bytes += d.Bytes
-	r.Rejected += d.Rejected
-	for i := range r.Status {
-		r.Status[i] += d.Status[i]
+	r.addTotals(d.Requests, d.PageViews, d.Bytes, d.Rejected, &d.Status)
+}
+
+// addTotals adds counts that merge by addition to r.
+func (r *record) addTotals(requests, pageViews, bytes, rejected int64, status *[5]int64) {
+	r.Requests += requests
+	r.PageViews += pageViews
+	r.Bytes += bytes
+	r.Rejected += rejected
+	for i, n := range status {
+		r.Status[i] += n
 	}
 }
 
@@ -74,11 +78,12 @@ func (r *record) mergeTop(paths []logtally.PageCount, n int) {
 }
 
 // splitTop reorders s (longer than n) so that its first n elements are the
-// n first in byViews order. It does so without sorting every path, and
+// n first in byViews order. It selects by page views alone first, and
 // compares paths only among those tied with the last one in: most of a busy
 // minute's paths have a view or two.
 func splitTop(s []logtally.PageCount, n int) {
-	last := nthLargest(s, n)
+	quickselect(s, n-1, func(a, b logtally.PageCount) int { return cmp.Compare(b.PageViews, a.PageViews) })
+	last := s[n-1].PageViews
 	above, tied := 0, 0 // s becomes [above last][equal to last][below]
 	for i, pc := range s {
 		if pc.PageViews >= last {
@@ -90,44 +95,7 @@ func splitTop(s []logtally.PageCount, n int) {
 			tied++
 		}
 	}
-	selectTop(s[above:tied], n-above)
-}
-
-// nthLargest returns the n-th largest page views in s (1 <= n <= len(s)),
-// by quickselect on a copy of the counts.
-func nthLargest(s []logtally.PageCount, n int) int64 {
-	v := make([]int64, len(s))
-	for i, pc := range s {
-		v[i] = pc.PageViews
-	}
-	k := n - 1 // index in descending order
-	lo, hi := 0, len(v)-1
-	for lo < hi {
-		pivot := v[lo+(hi-lo)/2]
-		i, j := lo, hi
-		for i <= j {
-			for v[i] > pivot {
-				i++
-			}
-			for v[j] < pivot {
-				j--
-			}
-			if i <= j {
-				v[i], v[j] = v[j], v[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return v[k]
-		}
-	}
-	return v[k]
+	quickselect(s[above:tied], n-1-above, byViews)
 }
 
 // byViews orders page counts by page views, then path.
@@ -138,18 +106,19 @@ func byViews(a, b logtally.PageCount) int {
 	return cmp.Compare(a.Path, b.Path)
 }
 
-// selectTop reorders s so that its first n elements are the n first in
-// byViews order (quickselect).
-func selectTop(s []logtally.PageCount, n int) {
+// quickselect reorders s so that s[k] is what sorting s by cmp would put
+// there, with nothing after it that sorts before it and nothing before it
+// that sorts after it.
+func quickselect[T any](s []T, k int, cmp func(a, b T) int) {
 	lo, hi := 0, len(s)-1
 	for lo < hi {
 		pivot := s[lo+(hi-lo)/2]
 		i, j := lo, hi
 		for i <= j {
-			for byViews(s[i], pivot) < 0 {
+			for cmp(s[i], pivot) < 0 {
 				i++
 			}
-			for byViews(s[j], pivot) > 0 {
+			for cmp(s[j], pivot) > 0 {
 				j--
 			}
 			if i <= j {
@@ -159,9 +128,9 @@ func selectTop(s []logtally.PageCount, n int) {
 			}
 		}
 		switch {
-		case n-1 <= j:
+		case k <= j:
 			hi = j
-		case n-1 >= i:
+		case k >= i:
 			lo = i
 		default:
 			return
@@ -174,7 +143,7 @@ func selectTop(s []logtally.PageCount, n int) {
 // status classes; uvarint n and n x (uvarint length, path, uvarint views)
 // top pages; uvarint other; uvarint length and the sketch's binary form.
 func (r *record) encode() ([]byte, error) {
-	b := make([]byte, 0, 64+24*len(r.Top))
+	b := make([]byte, 0, 64+pathListSize(r.Top))
 	b = append(b, recordEncoding)
 	var flags uint64
 	if r.Approximate {
@@ -187,12 +156,7 @@ func (r *record) encode() ([]byte, error) {
 	for _, v := range r.Status {
 		b = binary.AppendUvarint(b, uint64(v))
 	}
-	b = binary.AppendUvarint(b, uint64(len(r.Top)))
-	for _, pc := range r.Top {
-		b = binary.AppendUvarint(b, uint64(len(pc.Path)))
-		b = append(b, pc.Path...)
-		b = binary.AppendUvarint(b, uint64(pc.PageViews))
-	}
+	b = appendPathList(b, r.Top)
 	b = binary.AppendUvarint(b, uint64(r.Other))
 	if r.hll == nil {
 		return binary.AppendUvarint(b, 0), nil
@@ -203,39 +167,6 @@ func (r *record) encode() ([]byte, error) {
 	}
 	b = binary.AppendUvarint(b, uint64(len(sk)))
 	return append(b, sk...), nil
-}
-
-// decoder reads the fields of an encoded record, remembering the first error.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = ErrCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.err = ErrCorrupt
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
 }
 
 // decode reads an encoded record. Nothing in r aliases b.
@@ -251,15 +182,7 @@ func (r *record) decode(b []byte, withSketch bool) error {
 	for i := range r.Status {
 		r.Status[i] = int64(d.uvarint())
 	}
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		return fmt.Errorf("record top pages: %w", ErrCorrupt)
-	}
-	r.Top = make([]logtally.PageCount, 0, n)
-	for range n {
-		p := d.bytes()
-		r.Top = append(r.Top, logtally.PageCount{Path: string(p), PageViews: int64(d.uvarint())})
-	}
+	r.Top = d.pageCounts()
 	r.Other = int64(d.uvarint())
 	sk := d.bytes()
 	if d.err != nil {
@@ -387,8 +310,23 @@ func (t *tally) take(names []string, dst []logtally.PageCount) []logtally.PageCo
 	return dst
 }
 
-// takeIDs is take by path number.
+// takeIDs is take by path number. When the tally touched more than a
+// sixteenth of its numbers, it takes them in number order, scanning the
+// whole tally: a batch and the path log's dictionary number a site's paths
+// in about the same order (first seen), so a commit then walks its
+// numbering and the dictionary's arrays in order rather than missing the
+// cache once per path, which costs more than the scan.
 func (t *tally) takeIDs(dst []pathDelta) []pathDelta {
+	if len(t.touched) > len(t.n)/16 {
+		for id, n := range t.n {
+			if n != 0 {
+				dst = append(dst, pathDelta{int32(id), n})
+				t.n[id] = 0
+			}
+		}
+		t.touched = t.touched[:0]
+		return dst
+	}
 	for _, id := range t.touched {
 		dst = append(dst, pathDelta{id, t.n[id]})
 		t.n[id] = 0
@@ -413,6 +351,25 @@ type scratch struct {
 	buckets    []int32  // sortHashes
 	hashes     []uint64 // sortHashes
 	values     arena
+	numbers    numbering
+	// logPaths, logSlots and logIDs hold the days a commit logs (see
+	// loggedDay), until its change is applied.
+	logPaths []logtally.PageCount
+	logSlots []int32
+	logIDs   []int32
+}
+
+// carve returns n elements from the free end of *buf, which it extends:
+// they stay the caller's until *buf is emptied, so that a commit's lists
+// reuse the last commit's memory. A new buffer replaces *buf when it is
+// full; the lists carved before keep the old one.
+func carve[T any](buf *[]T, n int) []T {
+	if cap(*buf)-len(*buf) < n {
+		*buf = make([]T, 0, max(n, 2*cap(*buf)))
+	}
+	i := len(*buf)
+	*buf = (*buf)[:i+n]
+	return (*buf)[i : i+n : i+n]
 }
 
 // arena hands out the values a commit puts, from one buffer that the next
@@ -441,7 +398,7 @@ func (sc *scratch) reset() {
 	sc.pages.reset()
 	sc.day.reset()
 	sc.values.reset()
+	sc.numbers.reset()
+	sc.logPaths = sc.logPaths[:0]
+	sc.logSlots, sc.logIDs = sc.logSlots[:0], sc.logIDs[:0]
 }
-
-// uvarintLen is the length of v as a uvarint.
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }

@@ -57,11 +57,7 @@ func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths 
 		splitTop(paths, MaxSecondPaths)
 		paths = paths[:MaxSecondPaths]
 	}
-	size := 1 + 4*binary.MaxVarintLen64 + 8*len(visitors)
-	for _, pc := range paths {
-		size += uvarintLen(uint64(len(pc.Path))) + len(pc.Path) + uvarintLen(uint64(pc.PageViews))
-	}
-	b := a.alloc(size)
+	b := a.alloc(1 + 3*binary.MaxVarintLen64 + 8*len(visitors) + pathListSize(paths))
 	b = append(b, recordEncoding)
 	b = binary.AppendUvarint(b, uint64(requests))
 	b = binary.AppendUvarint(b, uint64(pageviews))
@@ -69,13 +65,7 @@ func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths 
 	for _, h := range visitors {
 		b = binary.BigEndian.AppendUint64(b, h)
 	}
-	b = binary.AppendUvarint(b, uint64(len(paths)))
-	for _, pc := range paths {
-		b = binary.AppendUvarint(b, uint64(len(pc.Path)))
-		b = append(b, pc.Path...)
-		b = binary.AppendUvarint(b, uint64(pc.PageViews))
-	}
-	return b
+	return appendPathList(b, paths)
 }
 
 func (v *second) decode(b []byte) error {
@@ -93,15 +83,9 @@ func (v *second) decode(b []byte) error {
 		v.Visitors[i] = binary.BigEndian.Uint64(d.b[8*i:])
 	}
 	d.b = d.b[8*n:]
-	n = d.uvarint()
-	if n > uint64(len(d.b)) {
-		return fmt.Errorf("second paths: %w", ErrCorrupt)
-	}
-	v.Paths = make(map[string]int64, n)
-	for range n {
-		p := d.bytes()
-		v.Paths[string(p)] = int64(d.uvarint())
-	}
+	paths := d.listLen()
+	v.Paths = make(map[string]int64, paths)
+	d.entries(paths, func(p []byte, n int64) { v.Paths[string(p)] = n })
 	if d.err != nil || len(d.b) != 0 {
 		return fmt.Errorf("second: %w", ErrCorrupt)
 	}

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"time"
 
@@ -47,7 +46,7 @@ const DefaultSite = "default"
 //	sites/<site>/minutes/<minute>   record (unix minute, uint64)
 //	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
 //	sites/<site>/hours/<hour>       record (unix hour, uint64)
-//	sites/<site>/days/<yyyymmdd>    record (uint32 date in Config.Location)
+//	sites/<site>/days/<yyyymmdd>    record (uint32 date in the zone of Config.TZ)
 //	sites/<site>/paths/<shard>      all-time page views of the paths of one of
 //	                                256 hash shards (uint16), sorted by path
 //	sites/<site>/daypaths/<yyyymmdd><shard>  the same for one day
@@ -73,6 +72,8 @@ var (
 	siteBuckets = [][]byte{bucketMinutes, bucketVisitors, bucketHours, bucketDays, bucketPaths,
 		bucketDayPaths, bucketCounters, bucketSeconds, bucketPathLog}
 
+	site = []byte(DefaultSite) // the one site served so far
+
 	keySchema = []byte("schema")
 	keySalt   = []byte("salt")
 )
@@ -85,21 +86,13 @@ var (
 	ErrCorrupt = errors.New("corrupt database value")
 )
 
-// Defaults for Config.
-const (
-	DefaultTopPages          = 100
-	DefaultMaxPaths          = 1_000_000
-	DefaultMaxDayPaths       = 100_000
-	DefaultMinuteRetention   = 14 * 24 * time.Hour
-	DefaultHourRetention     = 400 * 24 * time.Hour
-	DefaultExactVisitorsSpan = 2 * time.Hour
-)
-
-// Config configures the store. Zero fields take their defaults in Open.
+// Config configures the store: plain values. Zero limits and retentions
+// take DefaultConfig's in Open.
 type Config struct {
-	Path     string         // database file
-	Location *time.Location // days are calendar days here; the machine's zone if nil
-	TZ       string         // zone name for Location, as given by --tz
+	Path string // database file
+	// TZ names the zone that days follow, as time.LoadLocation takes it
+	// (e.g. Europe/Paris); empty means the machine's zone.
+	TZ string
 
 	TopPages    int // top pages kept per minute; the rest go to Other
 	MaxPaths    int // distinct paths with an all-time count; the rest go to logtally.OtherPath
@@ -112,112 +105,120 @@ type Config struct {
 	// keeps its exact visitor set. A line later than that can only add to
 	// the minute's sketch, and the minute's visitors become approximate.
 	ExactVisitorsSpan time.Duration
-
-	Now func() time.Time // clock for retention; time.Now if nil
 }
 
-// RegisterFlags registers the store's flags on fs.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Path, "db", "logtally.db", "database `file` (created if missing)")
-	fs.StringVar(&c.TZ, "tz", "", "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
-	fs.DurationVar(&c.MinuteRetention, "keep-minutes", DefaultMinuteRetention, "how long per-minute history is kept")
-	fs.DurationVar(&c.HourRetention, "keep-hours", DefaultHourRetention, "how long hourly history and per-day page counts are kept")
-	fs.DurationVar(&c.DayRetention, "keep-days", 0, "how long daily history is kept (0: forever)")
-	fs.IntVar(&c.TopPages, "minute-top-pages", DefaultTopPages, "top pages stored per minute")
-	fs.IntVar(&c.MaxPaths, "max-stored-paths", DefaultMaxPaths, "distinct paths with an all-time count; more are counted as "+logtally.OtherPath)
-	fs.IntVar(&c.MaxDayPaths, "max-day-paths", DefaultMaxDayPaths, "distinct paths counted per day; more are counted as "+logtally.OtherPath)
-}
-
-// Validate checks the configuration and resolves TZ into Location.
-func (c *Config) Validate() error {
-	if c.TZ != "" {
-		loc, err := time.LoadLocation(c.TZ)
-		if err != nil {
-			return fmt.Errorf("tz %q: %w", c.TZ, err)
-		}
-		c.Location = loc
+// DefaultConfig returns the defaults: the one place they are written.
+func DefaultConfig() Config {
+	return Config{
+		Path:              "logtally.db",
+		TopPages:          100,
+		MaxPaths:          1_000_000,
+		MaxDayPaths:       100_000,
+		MinuteRetention:   14 * 24 * time.Hour,
+		HourRetention:     400 * 24 * time.Hour,
+		ExactVisitorsSpan: 2 * time.Hour,
 	}
-	if c.MinuteRetention < 0 || c.HourRetention < 0 || c.DayRetention < 0 || c.TopPages < 0 ||
-		c.MaxPaths < 0 || c.MaxDayPaths < 0 {
+}
+
+// RegisterFlags registers the store's flags on fs, with DefaultConfig's
+// values as their defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	fs.StringVar(&c.Path, "db", d.Path, "database `file` (created if missing)")
+	fs.StringVar(&c.TZ, "tz", d.TZ, "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
+	fs.DurationVar(&c.MinuteRetention, "keep-minutes", d.MinuteRetention, "how long per-minute history is kept")
+	fs.DurationVar(&c.HourRetention, "keep-hours", d.HourRetention, "how long hourly history and per-day page counts are kept")
+	fs.DurationVar(&c.DayRetention, "keep-days", d.DayRetention, "how long daily history is kept (0: forever)")
+	fs.IntVar(&c.TopPages, "minute-top-pages", d.TopPages, "top pages stored per minute")
+	fs.IntVar(&c.MaxPaths, "max-stored-paths", d.MaxPaths, "distinct paths with an all-time count; more are counted as "+logtally.OtherPath)
+	fs.IntVar(&c.MaxDayPaths, "max-day-paths", d.MaxDayPaths, "distinct paths counted per day; more are counted as "+logtally.OtherPath)
+}
+
+// Validate checks the configuration. It changes nothing.
+func (c Config) Validate() error {
+	if c.Path == "" {
+		return errors.New("no database file")
+	}
+	if _, err := c.Location(); err != nil {
+		return err
+	}
+	if c.MinuteRetention < 0 || c.HourRetention < 0 || c.DayRetention < 0 || c.ExactVisitorsSpan < 0 ||
+		c.TopPages < 0 || c.MaxPaths < 0 || c.MaxDayPaths < 0 {
 		return errors.New("storage limits and retention must not be negative")
 	}
 	return nil
 }
 
-func (c *Config) defaults() {
-	if c.Location == nil {
-		c.Location = time.Local
+// Location returns the zone that days follow: TZ, or the machine's zone if
+// TZ is empty.
+func (c Config) Location() (*time.Location, error) {
+	if c.TZ == "" {
+		return time.Local, nil
 	}
-	if c.TopPages == 0 {
-		c.TopPages = DefaultTopPages
+	loc, err := time.LoadLocation(c.TZ)
+	if err != nil {
+		return nil, fmt.Errorf("tz %q: %w", c.TZ, err)
 	}
-	if c.MaxPaths == 0 {
-		c.MaxPaths = DefaultMaxPaths
-	}
-	if c.MaxDayPaths == 0 {
-		c.MaxDayPaths = DefaultMaxDayPaths
-	}
-	if c.MinuteRetention == 0 {
-		c.MinuteRetention = DefaultMinuteRetention
-	}
-	if c.HourRetention == 0 {
-		c.HourRetention = DefaultHourRetention
-	}
-	if c.ExactVisitorsSpan == 0 {
-		c.ExactVisitorsSpan = DefaultExactVisitorsSpan
-	}
-	if c.Now == nil {
-		c.Now = time.Now
+	return loc, nil
+}
+
+// withDefaults returns c with its zero limits and retentions taken from
+// DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	orDefault(&c.TopPages, d.TopPages)
+	orDefault(&c.MaxPaths, d.MaxPaths)
+	orDefault(&c.MaxDayPaths, d.MaxDayPaths)
+	orDefault(&c.MinuteRetention, d.MinuteRetention)
+	orDefault(&c.HourRetention, d.HourRetention)
+	orDefault(&c.DayRetention, d.DayRetention)
+	orDefault(&c.ExactVisitorsSpan, d.ExactVisitorsSpan)
+	return c
+}
+
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
 	}
 }
 
 // Store is an open database. It is safe for concurrent use: bbolt allows one
-// writer and many readers at once.
+// writer and many readers at once, and the path log's readers never wait
+// for a writer's commit (see pathLog).
 type Store struct {
 	cfg  Config
+	loc  *time.Location   // days are calendar days here
+	now  func() time.Time // clock for retention
 	db   *bolt.DB
-	site []byte
 	salt uint64
-
-	mu      sync.Mutex
-	touched map[int64]time.Time // minute -> when a commit last wrote it
+	log  *pathLog
+	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
+	// holds commits at a chosen point.
+	commit func(*bolt.Tx) error
 
 	// writeMu is held by whatever writes counts or the path log (Commit,
-	// compaction, folding) for its whole length: the fields below it are
-	// the writer's.
+	// compaction, folding) for its whole length, and by whoever reads
+	// touched. It guards the fields below, and makes its holder the path
+	// log's writer.
 	writeMu sync.Mutex
 	scratch scratch
-	sets    map[uint32]*daySet // admission sets of days that may reach their cap
-	uses    uint64             // commits, to evict the least recently used set
-	seed    maphash.Seed       // of the admission sets' hashes
-
-	// pathMu orders readers of pending against a writer's commit: a writer
-	// holds it across the commit of a transaction that changes the path log
-	// and the matching change to pending; a reader holds it (shared) while
-	// it opens its transaction and reads pending.
-	pathMu  sync.RWMutex
-	pending *pending
-	wake    chan struct{} // Commit asks RunPruner for a compaction
-	// compactAt is the log size that asks for a compaction: about the size
-	// of the shards the last compaction rewrote (see wantsCompaction).
-	// Used under writeMu.
-	compactAt int64
-
-	// xlat maps the path numbers of the batch last committed (xlatEpoch)
-	// to pending's (xlatGen). Used under writeMu.
-	xlat               []int32
-	xlatEpoch, xlatGen uint64
+	touched map[int64]time.Time // minute -> when a commit last wrote it
 }
 
-// Open opens or creates the database at path with the default configuration.
-func Open(path string) (*Store, error) { return OpenConfig(Config{Path: path}) }
-
-// OpenConfig opens or creates the database cfg.Path.
-func OpenConfig(cfg Config) (*Store, error) {
+// Open opens or creates the database cfg.Path. now is the clock that
+// retention follows; nil means time.Now.
+func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.defaults()
+	loc, err := cfg.Location()
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
 	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
@@ -228,14 +229,14 @@ func OpenConfig(cfg Config) (*Store, error) {
 	// truncate and a sync per MiB of data, which is nothing next to the
 	// commits that wrote it.
 	db.AllocSize = allocSize
-	s := &Store{cfg: cfg, db: db, site: []byte(DefaultSite), touched: make(map[int64]time.Time),
-		sets: make(map[uint32]*daySet), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1),
-		compactAt: compactMinBytes}
+	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, log: newPathLog(),
+		commit: (*bolt.Tx).Commit, touched: make(map[int64]time.Time)}
 	if err := db.Update(s.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
-	if err := db.View(s.loadPending); err != nil {
+	err = db.View(func(tx *bolt.Tx) error { return s.log.load(tx, s.bucket(tx, bucketPathLog)) })
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
@@ -254,9 +255,9 @@ func (s *Store) init(tx *bolt.Tx) error {
 			return fmt.Errorf("salt: %w", ErrCorrupt)
 		}
 		s.salt = binary.BigEndian.Uint64(salt)
-		site := tx.Bucket(bucketSites).Bucket(s.site)
+		site := tx.Bucket(bucketSites).Bucket(site)
 		if site == nil {
-			return fmt.Errorf("site %s missing: %w", s.site, ErrCorrupt)
+			return fmt.Errorf("site %s missing: %w", site, ErrCorrupt)
 		}
 		if binary.BigEndian.Uint64(v) == 1 {
 			if _, err := site.CreateBucket(bucketPathLog); err != nil {
@@ -289,7 +290,7 @@ func (s *Store) init(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	site, err := sites.CreateBucket(s.site)
+	site, err := sites.CreateBucket(site)
 	if err != nil {
 		return err
 	}
@@ -307,12 +308,9 @@ func (s *Store) Close() error { return s.db.Close() }
 // Salt returns the visitor-hash salt chosen when the database was created.
 func (s *Store) Salt() uint64 { return s.salt }
 
-// Location returns the zone that days follow.
-func (s *Store) Location() *time.Location { return s.cfg.Location }
-
 // bucket returns one of the site's buckets.
 func (s *Store) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
-	return tx.Bucket(bucketSites).Bucket(s.site).Bucket(name)
+	return tx.Bucket(bucketSites).Bucket(site).Bucket(name)
 }
 
 // Position returns the committed read offset of a file, and whether there is

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -26,23 +27,51 @@ var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 // fixedNow is a clock a day after t0, so that nothing in the tests expires.
 func fixedNow() time.Time { return t0.Add(24 * time.Hour) }
 
+// mustOpen opens a store in a temporary directory (unless cfg.Path is
+// set), with days in UTC and the clock fixedNow.
 func mustOpen(t *testing.T, cfg Config) *Store {
+	t.Helper()
+	return mustOpenAt(t, cfg, fixedNow)
+}
+
+// mustOpenAt is mustOpen with the clock now.
+func mustOpenAt(t *testing.T, cfg Config, now func() time.Time) *Store {
 	t.Helper()
 	if cfg.Path == "" {
 		cfg.Path = filepath.Join(t.TempDir(), "db")
 	}
-	if cfg.Now == nil {
-		cfg.Now = fixedNow
+	if cfg.TZ == "" {
+		cfg.TZ = "UTC"
 	}
-	if cfg.Location == nil {
-		cfg.Location = time.UTC
-	}
-	s, err := OpenConfig(cfg)
+	s, err := Open(cfg, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// hours returns the stored hours in [from, to], oldest first.
+func (s *Store) hours(from, to time.Time) ([]logtally.Bucket, error) {
+	var out []logtally.Bucket
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scan(s.bucket(tx, bucketHours), u64(uint64(logtally.FloorDiv(from.Unix(), 3600))),
+			u64(uint64(logtally.FloorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
+				out = append(out, logtally.Bucket{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
+			})
+	})
+	return out, err
+}
+
+// days returns the stored days in [from, to], oldest first.
+func (s *Store) days(from, to time.Time) ([]logtally.Bucket, error) {
+	var out []logtally.Bucket
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scan(s.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(k []byte, r *record) {
+			out = append(out, logtally.Bucket{Time: dayStart(k, s.loc), Counts: r.Counts})
+		})
+	})
+	return out, err
 }
 
 // addHit adds h to b with a status and a byte count.
@@ -121,8 +150,8 @@ func TestRollupsEqualSumOfMinutes(t *testing.T) {
 		})
 	}
 	minutes, _ := s.Minutes(t0, t0.Add(3*time.Hour))
-	hours, _ := s.Hours(t0, t0.Add(3*time.Hour))
-	days, _ := s.Days(t0, t0)
+	hours, _ := s.hours(t0, t0.Add(3*time.Hour))
+	days, _ := s.days(t0, t0)
 	if len(hours) != 3 || len(days) != 1 {
 		t.Fatalf("%d hours, %d days; want 3 and 1", len(hours), len(days))
 	}
@@ -172,7 +201,7 @@ func TestHourlyVisitorsWithinTwoPercent(t *testing.T) {
 			}
 		})
 	}
-	hours, err := s.Hours(t0, t0)
+	hours, err := s.hours(t0, t0)
 	if err != nil || len(hours) != 1 {
 		t.Fatalf("hours = %v, %v", hours, err)
 	}
@@ -190,9 +219,9 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(3*3600, 3, "/"), 200, 0, false) })
-	s.mu.Lock()
+	s.writeMu.Lock()
 	clear(s.touched) // as if the writes were long ago
-	s.mu.Unlock()
+	s.writeMu.Unlock()
 	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -219,24 +248,25 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	now := t0.Add(30 * 24 * time.Hour)
-	s := mustOpen(t, Config{Now: func() time.Time { return now }, MinuteRetention: 14 * 24 * time.Hour,
-		HourRetention: 20 * 24 * time.Hour, DayRetention: 25 * 24 * time.Hour})
+	clock := now
+	s := mustOpenAt(t, Config{MinuteRetention: 14 * 24 * time.Hour, HourRetention: 20 * 24 * time.Hour,
+		DayRetention: 25 * 24 * time.Hour}, func() time.Time { return clock })
 	day := int64(24 * 3600)
 	// Written before the clock moved, as if stored long ago.
-	s.cfg.Now = func() time.Time { return t0 }
+	clock = t0
 	commit(t, s, func(b *logtally.Batch) {
 		for _, d := range []int64{0, 6, 12, 20} { // 30, 24, 18 and 10 days before now
 			addHit(b, page(d*day, 1, "/"), 200, 0, false)
 		}
 	})
-	s.cfg.Now = func() time.Time { return now }
+	clock = now
 	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	all := t0.Add(-time.Hour)
 	minutes, _ := s.Minutes(all, now)
-	hours, _ := s.Hours(all, now)
-	days, _ := s.Days(all, now)
+	hours, _ := s.hours(all, now)
+	days, _ := s.days(all, now)
 	if len(minutes) != 1 || len(hours) != 2 || len(days) != 3 {
 		t.Errorf("after pruning: %d minutes, %d hours, %d days; want 1, 2, 3", len(minutes), len(hours), len(days))
 	}
@@ -245,14 +275,14 @@ func TestRetention(t *testing.T) {
 	if m, _ := s.Minutes(all, now); len(m) != 1 {
 		t.Errorf("expired minute written: %d minutes", len(m))
 	}
-	if h, _ := s.Hours(all, now); len(h) != 3 {
+	if h, _ := s.hours(all, now); len(h) != 3 {
 		t.Errorf("hour of a late line not written: %d hours", len(h))
 	}
 }
 
 func TestPathCountsCapsAndFolding(t *testing.T) {
 	now := fixedNow()
-	s := mustOpen(t, Config{MaxPaths: 2, MaxDayPaths: 2, Now: func() time.Time { return now }})
+	s := mustOpenAt(t, Config{MaxPaths: 2, MaxDayPaths: 2}, func() time.Time { return now })
 	commit(t, s, func(b *logtally.Batch) {
 		addHit(b, page(0, 1, "/a"), 200, 0, false)
 		addHit(b, page(1, 1, "/a"), 200, 0, false)
@@ -388,7 +418,7 @@ func TestWindowSeconds(t *testing.T) {
 
 func TestReopenKeepsDataAndSalt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
-	s, err := OpenConfig(Config{Path: path, Now: fixedNow})
+	s, err := Open(Config{Path: path}, fixedNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +447,7 @@ func TestRefusesUnknownSchema(t *testing.T) {
 	})
 	db.Close()
 	before, _ := os.ReadFile(path)
-	if _, err := Open(path); !errors.Is(err, ErrSchema) {
+	if _, err := Open(Config{Path: path}, nil); !errors.Is(err, ErrSchema) {
 		t.Fatalf("Open = %v, want ErrSchema", err)
 	}
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
@@ -559,5 +589,37 @@ func TestMergeTopEqualsFullSort(t *testing.T) {
 			}
 			other = wantOther
 		}
+	}
+}
+
+// TestTallyTakeIDs checks that a tally gives back every count it took, and
+// is empty after, whether it takes them in the order counted (few numbers
+// touched) or in number order (many).
+func TestTallyTakeIDs(t *testing.T) {
+	for _, touched := range []int{3, 500} {
+		t.Run(fmt.Sprint(touched), func(t *testing.T) {
+			var tl tally
+			tl.grow(1000)
+			rng := rand.New(rand.NewPCG(13, uint64(touched)))
+			want := make(map[int32]int64)
+			for range 3 * touched {
+				id := int32(rng.IntN(touched) * (1000 / touched))
+				tl.add(id, 2)
+				want[id] += 2
+			}
+			got := make(map[int32]int64)
+			for _, pd := range tl.takeIDs(nil) {
+				if _, ok := got[pd.id]; ok {
+					t.Fatalf("path %d taken twice", pd.id)
+				}
+				got[pd.id] = pd.n
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("took %v, want %v", got, want)
+			}
+			if len(tl.touched) != 0 || slices.ContainsFunc(tl.n, func(n int64) bool { return n != 0 }) {
+				t.Error("the tally is not empty after takeIDs")
+			}
+		})
 	}
 }

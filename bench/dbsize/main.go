@@ -51,8 +51,7 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 	// The store's clock follows the log, and the pruner runs as it would
 	// during a live day, so that the file holds what a day leaves behind.
 	var now, pruned time.Time
-	s, err := storage.OpenConfig(storage.Config{Path: db, Location: time.UTC,
-		Now: func() time.Time { return now }})
+	s, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, func() time.Time { return now })
 	if err != nil {
 		return err
 	}

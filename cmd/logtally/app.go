@@ -248,9 +248,7 @@ func (m *Main) open() error {
 	if err != nil {
 		return err
 	}
-	storeCfg := m.Store
-	storeCfg.Now = m.Now
-	if m.store, err = storage.OpenConfig(storeCfg); err != nil {
+	if m.store, err = storage.Open(m.Store, m.Now); err != nil {
 		return err
 	}
 	rules := m.Rules

@@ -108,7 +108,7 @@ func TestCrashRecoveryIsExact(t *testing.T) {
 		t.Fatalf("final run: %v\n%s", err, stderr.String())
 	}
 
-	s, err := storage.OpenConfig(storage.Config{Path: db, Location: time.UTC})
+	s, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func recount(t *testing.T, data []byte, salt uint64) ([]logtally.Bucket, int64) 
 			}
 			return strings.Compare(x.Path, y.Path)
 		})
-		if len(a.Top) > storage.DefaultTopPages {
+		if len(a.Top) > storage.DefaultConfig().TopPages {
 			t.Fatalf("minute %d has %d paths; the test expects all in the top list", k, len(a.Top))
 		}
 		out = append(out, logtally.Bucket{Time: time.Unix(k*60, 0).UTC(), Counts: a.Counts})

@@ -226,7 +226,7 @@ func TestRestartResumesExactly(t *testing.T) {
 
 func storedRequests(t *testing.T, db string) int64 {
 	t.Helper()
-	s, err := storage.Open(db)
+	s, err := storage.Open(storage.Config{Path: db}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
