@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,24 +29,8 @@ func runMain(args []string, setup func(*Main)) int {
 	if setup != nil {
 		setup(m)
 	}
-	var usageErr *UsageError
-	if err := m.ParseFlags(args); errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if errors.As(err, &usageErr) {
-		// One line per mistake, and where the help is: not the whole help,
-		// which would bury the line that matters.
-		prefix := "logtally"
-		if usageErr.Command != "" {
-			prefix += " " + usageErr.Command
-		}
-		for _, line := range strings.Split(usageErr.Error(), "\n") {
-			fmt.Fprintf(os.Stderr, "%s: %s\n", prefix, line)
-		}
-		fmt.Fprintln(os.Stderr, usageErr.Help())
-		return 2
-	} else if err != nil {
-		fmt.Fprintln(os.Stderr, "logtally:", err)
-		return 2
+	if err := m.ParseFlags(args); err != nil {
+		return reportFlags(os.Stderr, err)
 	}
 	if err := m.Run(ctx); err != nil {
 		m.Close()
@@ -53,24 +38,52 @@ func runMain(args []string, setup func(*Main)) int {
 		return 1
 	}
 	if m.Command == "run" {
-		// SIGHUP re-scans the followed paths and globs; SIGTERM and SIGINT
-		// end ctx, and Close stops reading, commits and shuts down.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		for waiting := true; waiting; {
-			select {
-			case <-hup:
-				m.Rescan()
-			case <-ctx.Done():
-				waiting = false
-			}
-		}
-		signal.Stop(hup)
-		m.Logger.Info("stopping: committing what was read")
+		serveUntilDone(ctx, m)
 	}
 	if err := m.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "logtally:", err)
 		return 1
 	}
 	return 0
+}
+
+// reportFlags prints why the command line was refused and returns the exit
+// status: 0 for a request for help, 2 for a mistake.
+func reportFlags(w io.Writer, err error) int {
+	var usageErr *UsageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usageErr):
+		// One line per mistake, and where the help is: not the whole help,
+		// which would bury the line that matters.
+		prefix := "logtally"
+		if usageErr.Command != "" {
+			prefix += " " + usageErr.Command
+		}
+		for _, line := range strings.Split(usageErr.Error(), "\n") {
+			fmt.Fprintf(w, "%s: %s\n", prefix, line)
+		}
+		fmt.Fprintln(w, usageErr.Help())
+	default:
+		fmt.Fprintln(w, "logtally:", err)
+	}
+	return 2
+}
+
+// serveUntilDone waits for SIGTERM or SIGINT (which end ctx), re-scanning
+// the followed paths and globs at each SIGHUP meanwhile.
+func serveUntilDone(ctx context.Context, m *Main) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			m.Rescan()
+		case <-ctx.Done():
+			m.Logger.Info("stopping: committing what was read")
+			return
+		}
+	}
 }
