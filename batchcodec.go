@@ -208,16 +208,11 @@ func (d *batchDecoder) uvarint() (uint64, error) {
 	return v, nil
 }
 
+// varint reads a zig-zag encoded signed varint, as binary.AppendVarint
+// writes it.
 func (d *batchDecoder) varint() (int64, error) {
-	v, n := binary.Varint(d.data[d.off:])
-	if n == 0 {
-		return 0, errTruncated
-	}
-	if n < 0 {
-		return 0, errVarint
-	}
-	d.off += n
-	return v, nil
+	u, err := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1), err
 }
 
 // count reads a uvarint that counts items of at least min bytes each, so

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -113,17 +114,8 @@ func (s *Store) Series(ctx context.Context, site string, from, to time.Time, ste
 	for i, t := range starts {
 		out.Points[i].Time = t.UTC()
 	}
-	index := func(t time.Time) int {
-		lo, hi := 0, len(starts)
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if starts[mid].After(t) {
-				hi = mid
-			} else {
-				lo = mid + 1
-			}
-		}
-		return lo - 1
+	index := func(t time.Time) int { // the last step starting at or before t
+		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
 	}
 
 	table, key, lo, hi := "minutes", "minute", any(starts[0]), any(to)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/axiomhq/hyperloglog"
@@ -93,18 +94,8 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 	for i, t := range starts {
 		bins[i].p.Time = t.UTC()
 	}
-	index := func(t time.Time) int {
-		// starts is sorted; binary search for the last start <= t
-		lo, hi := 0, len(starts)
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if starts[mid].After(t) {
-				hi = mid
-			} else {
-				lo = mid + 1
-			}
-		}
-		return lo - 1
+	index := func(t time.Time) int { // the last step starting at or before t
+		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
 	}
 	name, lo, hi := bucketMinutes, minuteKey(starts[0]), minuteKey(to)
 	keyTime := func(k []byte) time.Time { return unixMinute(int64(binary.BigEndian.Uint64(k))) }
