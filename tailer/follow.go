@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -63,6 +64,11 @@ type Tailer struct {
 	// size and modification time, so a re-scan does not open them again
 	// unless they changed.
 	done map[fileKey]doneState
+	// since holds, for each plain path followed, the modification time of
+	// the oldest file of its stream (the file at the path, or a rotated
+	// copy) known to have been read: a rotated copy never read that is not
+	// older than that was rotated away before logtally could open it.
+	since map[string]time.Time
 
 	// problems holds, by path, the patterns that match no file and the
 	// files that cannot be opened, as of the last re-scan.
@@ -112,6 +118,9 @@ type fileKey struct{ dev, ino uint64 }
 type doneState struct {
 	size  int64
 	mtime time.Time
+	// passed: a rotated copy never read, passed over as older than the
+	// stream; looked at again if the stream turns out to be older.
+	passed bool
 }
 
 // fileState is where a file is in its life, from being opened to being
@@ -150,10 +159,14 @@ func (s fileState) closed() bool { return s >= finished }
 // its first line is complete) and how far it was read.
 type file struct {
 	lineReader
-	f        *os.File
-	key      fileKey
-	gz       bool
-	sibling  bool // matched only as a possible rotated copy of a path
+	f   *os.File
+	key fileKey
+	gz  bool
+	// stream is the plain path this file is the log or a rotated copy of;
+	// "" for a file a glob matched.
+	stream   string
+	sibling  bool // matched only as a possible rotated copy of stream
+	passed   bool // a rotated copy never read and older than the stream
 	state    fileState
 	lastGrow time.Time
 }
@@ -163,7 +176,8 @@ type file struct {
 func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, deps Deps) *Tailer {
 	t := &Tailer{
 		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: deps.Logger, now: deps.Now, waker: deps.Waker,
-		offsets: newOffsets(positions), done: make(map[fileKey]doneState), problems: make(map[string]*problem),
+		offsets: newOffsets(positions), done: make(map[fileKey]doneState), since: make(map[string]time.Time),
+		problems:  make(map[string]*problem),
 		rescanNow: make(chan struct{}, 1), openPath: os.Open,
 	}
 	if t.log == nil {
@@ -367,12 +381,16 @@ func hasMeta(path string) bool { return strings.ContainsAny(path, `*?[\`) }
 
 // rescan matches the patterns again and opens the files not open yet. For
 // a pattern that is a plain path it also looks at its rotated copies
-// (path.1, path.1.gz, path-20261121, ...), but reads those only if they are
-// known by fingerprint: they are the rest of a file read before, renamed or
-// compressed while logtally was not looking.
+// (path.1, path.1.gz, path-20261121, ...). It reads those known by
+// fingerprint from their position: they are the rest of a file read
+// before, renamed or compressed while logtally was not looking. It reads
+// one never read from its start if it is named as a rotated copy and is not
+// older than the oldest file of the path that was read (see unread): it was
+// rotated away before logtally could open it.
 func (t *Tailer) rescan() error {
 	type match struct {
 		path    string
+		stream  string // the plain path it belongs to, if any
 		sibling bool
 		fi      os.FileInfo
 	}
@@ -380,7 +398,7 @@ func (t *Tailer) rescan() error {
 	seen := map[string]bool{} // by path: whether it is a regular file
 	// add adds the regular files among paths to matches, and returns how
 	// many there are, counting those added before.
-	add := func(paths []string, sibling bool) (regular int) {
+	add := func(paths []string, stream string, sibling bool) (regular int) {
 		for _, p := range paths {
 			if ok, done := seen[p]; done {
 				if ok {
@@ -394,7 +412,7 @@ func (t *Tailer) rescan() error {
 				continue
 			}
 			regular++
-			matches = append(matches, match{p, sibling, fi})
+			matches = append(matches, match{p, stream, sibling, fi})
 		}
 		return regular
 	}
@@ -404,7 +422,11 @@ func (t *Tailer) rescan() error {
 			t.log.Warn("bad pattern", "pattern", p, "err", err)
 			continue
 		}
-		if add(paths, false) == 0 {
+		stream := p
+		if hasMeta(p) {
+			stream = ""
+		}
+		if add(paths, stream, false) == 0 {
 			t.report(p, Missing, nil)
 		} else {
 			t.report(p, "", nil)
@@ -414,24 +436,19 @@ func (t *Tailer) rescan() error {
 		if !hasMeta(p) {
 			for _, suffix := range []string{".*", "-*"} {
 				paths, _ := filepath.Glob(p + suffix)
-				add(paths, true)
+				add(paths, p, true)
 			}
 		}
 	}
-	// Oldest first, so a rotated file is finished before its successor.
-	// Modification times are only as fine as the kernel's clock tick, so on
-	// a tie a rotated name (access.log.1) goes before the name it extends.
+	// Oldest first, so a rotated file is finished before its successor,
+	// and the files read before are met before the copies never read.
+	// Modification times are only as fine as the kernel's clock tick: a
+	// tie is broken by name.
 	slices.SortStableFunc(matches, func(a, b match) int {
 		if c := a.fi.ModTime().Compare(b.fi.ModTime()); c != 0 {
 			return c
 		}
-		switch {
-		case strings.HasPrefix(a.path, b.path):
-			return -1
-		case strings.HasPrefix(b.path, a.path):
-			return 1
-		}
-		return 0
+		return olderName(a.path, b.path)
 	})
 	// A file reported unreadable that no pattern matches any more is no
 	// longer a problem.
@@ -459,7 +476,7 @@ func (t *Tailer) rescan() error {
 		if d, ok := t.done[key]; ok && d.size == m.fi.Size() && d.mtime.Equal(m.fi.ModTime()) {
 			continue
 		}
-		if err := t.open(m.path, m.sibling, key); err != nil {
+		if err := t.open(m.path, m.stream, m.sibling); err != nil {
 			return err
 		}
 	}
@@ -500,7 +517,9 @@ func (t *Tailer) renamed(fl *file, path string, fi os.FileInfo) {
 	}
 }
 
-func (t *Tailer) open(path string, sibling bool, key fileKey) error {
+// open opens the file at path, unless it is open already or was read to its
+// end and has not changed since.
+func (t *Tailer) open(path, stream string, sibling bool) error {
 	f, err := t.openPath(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -511,7 +530,21 @@ func (t *Tailer) open(path string, sibling bool, key fileKey) error {
 	if p := t.problems[path]; p != nil && p.state == Unreadable {
 		t.report(path, "", nil)
 	}
-	fl := &file{f: f, key: key, gz: isGzip(path), sibling: sibling, state: waiting, lastGrow: t.now(),
+	// The file is known by what was opened, not by what the re-scan saw
+	// at path a moment before: the log may have been rotated in between,
+	// and a key taken from the other file would hide this one.
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		t.log.Warn("stat", "path", path, "err", err)
+		return nil
+	}
+	key := keyOf(fi)
+	if d, ok := t.done[key]; t.openFile(key) != nil || ok && d.size == fi.Size() && d.mtime.Equal(fi.ModTime()) {
+		f.Close()
+		return nil
+	}
+	fl := &file{f: f, key: key, gz: isGzip(path), stream: stream, sibling: sibling, state: waiting, lastGrow: t.now(),
 		lineReader: lineReader{path: path, split: splitter{max: t.cfg.MaxLine}, size: followReadSize}}
 	err = t.identify(fl)
 	if fl.state.closed() {
@@ -523,9 +556,10 @@ func (t *Tailer) open(path string, sibling bool, key fileKey) error {
 }
 
 // identify gives fl its identity and start offset once its first line is
-// complete, and moves a waiting file on to following. It finishes fl if it
-// is a rotated copy never read before, and marks it a duplicate if it is
-// another name of a file already open.
+// complete, and moves a waiting file on to following (or rotated, for a
+// rotated copy). It finishes fl if it is a rotated copy never read before
+// that does not belong to the stream (see unread), and marks it a duplicate
+// if it is another name of a file already open.
 func (t *Tailer) identify(fl *file) error {
 	id, err := readID(fl.f, fl.gz)
 	if errors.Is(err, ErrNoFingerprint) {
@@ -551,8 +585,15 @@ func (t *Tailer) identify(fl *file) error {
 		return fmt.Errorf("position of %s: %w", fl.path, err)
 	}
 	if fl.sibling && !known {
-		fl.state = finished
-		return nil
+		if !t.unread(fl) {
+			fl.state, fl.passed = finished, true
+			return nil
+		}
+		t.log.Info("reading a rotated file that was never read", "path", fl.path, "id", id,
+			"why", "it was rotated away before logtally could open it (two rotations in a row, or while logtally was stopped)")
+	}
+	if fl.stream != "" && (known || !fl.sibling) {
+		t.belongs(fl)
 	}
 	if !fl.gz {
 		if fi, err := fl.f.Stat(); err == nil && fi.Size() < start {
@@ -571,6 +612,9 @@ func (t *Tailer) identify(fl *file) error {
 	fl.id, fl.split = id, splitter{max: t.cfg.MaxLine, off: start}
 	if fl.state == waiting {
 		fl.state = following
+		if fl.sibling {
+			fl.state = rotated // read until idle, as a file renamed while open
+		}
 	}
 	t.log.Debug("following", "path", fl.path, "id", id, "offset", start)
 	return nil
@@ -579,9 +623,103 @@ func (t *Tailer) identify(fl *file) error {
 // finish closes fl and, unless it is a duplicate, remembers it as read.
 func (t *Tailer) finish(fl *file) {
 	if fi, err := fl.f.Stat(); err == nil && fl.state != duplicate {
-		t.done[fl.key] = doneState{fi.Size(), fi.ModTime()}
+		t.done[fl.key] = doneState{fi.Size(), fi.ModTime(), fl.passed}
 	}
 	fl.f.Close()
+}
+
+// unread reports whether fl, a rotated copy of its stream never read, is
+// part of the stream that was rotated away before it could be read: it is
+// named as logrotate names rotated copies, and it is not older than the
+// oldest file of the stream known to have been read. An older one is an
+// archive from before logtally followed the path, and is left alone.
+//
+// Modification times order the files of a stream: a rename keeps them, and
+// so do logrotate's and gzip's compression. A rotated file stopped growing
+// before its successor got its first line, so a file rotated away unread is
+// no older than the last file read before it, which is no older than the
+// oldest.
+func (t *Tailer) unread(fl *file) bool {
+	since, ok := t.since[fl.stream]
+	if !ok || !rotatedName(fl.stream, fl.path) {
+		return false
+	}
+	fi, err := fl.f.Stat()
+	return err == nil && !fi.ModTime().Before(since)
+}
+
+// belongs records that fl, a file of its stream known to be read, is part of
+// it: the stream is at least as old as fl. Copies passed over as older than
+// the stream are looked at again if that makes it older.
+func (t *Tailer) belongs(fl *file) {
+	fi, err := fl.f.Stat()
+	if err != nil {
+		return
+	}
+	if since, ok := t.since[fl.stream]; ok && !fi.ModTime().Before(since) {
+		return
+	}
+	t.since[fl.stream] = fi.ModTime()
+	for k, d := range t.done {
+		if d.passed {
+			delete(t.done, k)
+		}
+	}
+}
+
+// rotatedName reports whether name is path as logrotate and the common
+// distributions name its rotated copies: a number (access.log.1, Debian's
+// default), or a date (access.log-20261121, Red Hat's dateext; or
+// access.log.2026-11-21), each possibly compressed (.gz). Other names, such
+// as access.log.old or a .bz2, are read only if known by fingerprint.
+func rotatedName(path, name string) bool {
+	suffix, ok := strings.CutPrefix(name, path)
+	if !ok {
+		return false
+	}
+	suffix = strings.TrimSuffix(suffix, ".gz")
+	if len(suffix) < 2 || (suffix[0] != '.' && suffix[0] != '-') || suffix[1] < '0' || suffix[1] > '9' {
+		return false
+	}
+	return strings.Trim(suffix[1:], "0123456789-_.") == ""
+}
+
+// olderName orders two names whose files have the same modification time,
+// older first: a rotated copy (access.log.1) before the name it extends,
+// and a higher number (access.log.2) before a lower one.
+func olderName(a, b string) int {
+	switch {
+	case strings.HasPrefix(a, b):
+		return -1
+	case strings.HasPrefix(b, a):
+		return 1
+	}
+	na, oka := rotationNumber(a)
+	nb, okb := rotationNumber(b)
+	if oka && okb && na.base == nb.base {
+		return nb.n - na.n
+	}
+	return 0
+}
+
+type numbered struct {
+	base string
+	n    int
+}
+
+// rotationNumber splits access.log.2 (or access.log.2.gz) into access.log and
+// 2. A long number is a date or a time (access.log.20261121), not a count.
+func rotationNumber(name string) (numbered, bool) {
+	name = strings.TrimSuffix(name, ".gz")
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 || len(name)-i-1 > 6 {
+		return numbered{}, false
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil || n < 0 {
+		return numbered{}, false
+	}
+	return numbered{name[:i], n}, true
 }
 
 // pollAll reads what is new in every open file, and closes those done with.

@@ -395,6 +395,7 @@ func TestRotationWhileStopped(t *testing.T) {
 			}
 			appendFile(t, path, lines(150, 180))
 			appendFile(t, path+".2", lines(1000, 1010)) // an old file never read: not ours
+			age(t, path+".2")
 
 			r = follow(t, testConfig, s, path)
 			r.waitFor(180)

@@ -1,0 +1,154 @@
+package tailer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// rotateNumbered is logrotate's numbered rotation of path, keeping keep
+// copies: path.N (or path.N.gz) becomes path.N+1 (the last is replaced),
+// then path becomes path.1. The caller creates the new path.
+func rotateNumbered(t *testing.T, path string, keep int) {
+	t.Helper()
+	for n := keep - 1; n >= 1; n-- {
+		for _, gz := range []string{"", ".gz"} {
+			err := os.Rename(fmt.Sprintf("%s.%d%s", path, n, gz), fmt.Sprintf("%s.%d%s", path, n+1, gz))
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// compress replaces path with path.gz, keeping its modification time, as
+// logrotate's compress and gzip itself do.
+func compress(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gzipFile(t, path)
+	if err := os.Chtimes(path+".gz", fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// age gives path a modification time of two days ago: a file that was there
+// long before logtally first read the log.
+func age(t *testing.T, path string) {
+	t.Helper()
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRapidRenamesPlainPath follows a plain path (not a glob) while the log
+// is rotated three times between two passes of the tailer, as a burst of
+// rotations, or a tailer held up by a slow consumer, sees it. The files
+// created and rotated away between two passes were never open under the
+// followed name: they are read as rotated copies newer than what was read.
+func TestRapidRenamesPlainPath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path, lines(0, 100))
+	s := newSink()
+	r := follow(t, testConfig, s, path)
+	r.waitFor(100)
+	next := 100
+	for round := range 30 {
+		rotateNumbered(t, path, 20)
+		appendFile(t, path, lines(next, next+100))
+		next += 100
+		if round%3 == 2 {
+			r.step()
+		}
+	}
+	r.waitFor(next)
+	r.step()
+	s.check(t, lines(0, next))
+}
+
+// TestTwoRotationsWhileStopped: the log was rotated twice while logtally was
+// stopped, so one whole file (the middle one) was never opened under the
+// followed name. At start it is found among the rotated copies, newer than
+// the file last read, and read from its start; the file last read is
+// finished from its stored offset, and an archive from before logtally was
+// started (older than anything it read) is left alone. Each naming scheme
+// of logrotate and the common distributions is tried.
+func TestTwoRotationsWhileStopped(t *testing.T) {
+	tests := []struct {
+		name string
+		// rotate rotates path once, as the nth rotation (1 or 2).
+		rotate func(t *testing.T, path string, nth int)
+		// old is the suffix, after both rotations, of an archive from
+		// before logtally was started.
+		old string
+	}{
+		{"numbered (Debian)", func(t *testing.T, path string, _ int) {
+			rotateNumbered(t, path, 14)
+		}, ".3"},
+		{"numbered, delaycompress", func(t *testing.T, path string, _ int) {
+			rotateNumbered(t, path, 14)
+			if _, err := os.Stat(path + ".2"); err == nil {
+				compress(t, path+".2")
+			}
+		}, ".3.gz"},
+		{"numbered, compress", func(t *testing.T, path string, _ int) {
+			rotateNumbered(t, path, 14)
+			compress(t, path+".1")
+		}, ".3.gz"},
+		{"dateext (Red Hat)", func(t *testing.T, path string, nth int) {
+			os.Rename(path, fmt.Sprintf("%s-202611%02d", path, 19+nth))
+		}, "-20261101"},
+		{"dateext, compress", func(t *testing.T, path string, nth int) {
+			rotated := fmt.Sprintf("%s-202611%02d", path, 19+nth)
+			os.Rename(path, rotated)
+			compress(t, rotated)
+		}, "-20261101.gz"},
+		{"dateformat .%Y-%m-%d", func(t *testing.T, path string, nth int) {
+			os.Rename(path, fmt.Sprintf("%s.2026-11-%02d", path, 19+nth))
+		}, ".2026-11-01"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "access.log")
+			appendFile(t, path, lines(5000, 5010))
+			age(t, path)
+			tt.rotate(t, path, -18) // an archive from before logtally: never read
+			appendFile(t, path, lines(0, 100))
+			s := newSink()
+			r := follow(t, testConfig, s, path)
+			r.waitFor(100)
+			r.stop()
+
+			appendFile(t, path, lines(100, 150)) // after the stop, before the rotation
+			tt.rotate(t, path, 1)
+			appendFile(t, path, lines(150, 400)) // a whole file never opened
+			tt.rotate(t, path, 2)
+			appendFile(t, path, lines(400, 450))
+			if _, err := os.Stat(path + tt.old); err != nil {
+				t.Fatalf("the old archive is not at %s: %v", path+tt.old, err)
+			}
+
+			r = follow(t, testConfig, s, path)
+			r.waitFor(450)
+			r.step()
+			s.check(t, lines(0, 450))
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if got, want := s.order[100:], lines(100, 450); !slices.Equal(got, want) {
+				t.Errorf("after the restart, lines came in this order:\n%v\nwant the oldest file's first", got)
+			}
+		})
+	}
+}
