@@ -1,6 +1,7 @@
 package tailer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,9 @@ type Tailer struct {
 	// files that cannot be opened, as of the last re-scan.
 	problems map[string]*problem
 
+	// warned says when each rate-limited warning was last logged.
+	warned map[string]time.Time
+
 	rescanNow chan struct{}
 	status    atomic.Pointer[[]FileStatus]   // published after every poll
 	openPath  func(string) (*os.File, error) // os.Open, or Deps.open
@@ -104,7 +108,9 @@ type FileStatus struct {
 	// matches no file: Path is the pattern) or "unreadable" (a file that
 	// cannot be opened: Error says why).
 	State string
-	Error string // why the file is unreadable
+	// Error is why the file is unreadable; for a file being read, what
+	// last went wrong with it (it was truncated).
+	Error string
 }
 
 // Missing and Unreadable are the states of a path that nothing is read from.
@@ -169,6 +175,39 @@ type file struct {
 	passed   bool // a rotated copy never read and older than the stream
 	state    fileState
 	lastGrow time.Time
+	// tail holds the last bytes read before split.off (up to tailSize):
+	// each poll checks they are still there, which tells a file truncated
+	// and written again past the offset from one that grew.
+	tail []byte
+	// rewritten is set when the file was truncated and written again: its
+	// content is new, and is read from its start whatever the position of
+	// its identity says.
+	rewritten bool
+	// truncated says when the file was last found truncated, and how far
+	// it had been read, for Files.
+	truncated    time.Time
+	truncatedOff int64
+}
+
+// tailSize is how many bytes before the read offset are checked on every
+// poll: more than a line's timestamp and client address, so that content
+// written again is not taken for what was read unless that line is
+// identical, at the same offset.
+const tailSize = 128
+
+// remember keeps the last bytes of c, which end at its offset, for the
+// next poll to check. A skipped line's bytes are not kept, so after one the
+// check covers only the lines after it.
+func (fl *file) remember(c Chunk) {
+	d := c.Data
+	if c.Skipped > 0 || len(d) >= tailSize {
+		fl.tail = append(fl.tail[:0], d[len(d)-min(len(d), tailSize):]...)
+		return
+	}
+	fl.tail = append(fl.tail, d...)
+	if n := len(fl.tail) - tailSize; n > 0 {
+		fl.tail = append(fl.tail[:0], fl.tail[n:]...)
+	}
 }
 
 // New returns a tailer of the files matching patterns (paths or globs).
@@ -177,7 +216,7 @@ func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, d
 	t := &Tailer{
 		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: deps.Logger, now: deps.Now, waker: deps.Waker,
 		offsets: newOffsets(positions), done: make(map[fileKey]doneState), since: make(map[string]time.Time),
-		problems:  make(map[string]*problem),
+		problems: make(map[string]*problem), warned: make(map[string]time.Time),
 		rescanNow: make(chan struct{}, 1), openPath: os.Open,
 	}
 	if t.log == nil {
@@ -223,6 +262,10 @@ func (t *Tailer) publish() {
 		}
 		if fi, err := fl.f.Stat(); err == nil {
 			st.Size = fi.Size()
+		}
+		if !fl.truncated.IsZero() {
+			st.Error = fmt.Sprintf("truncated at %s after %d bytes were read: read again from its start",
+				fl.truncated.UTC().Format(time.RFC3339), fl.truncatedOff)
 		}
 		out = append(out, st)
 	}
@@ -584,6 +627,11 @@ func (t *Tailer) identify(fl *file) error {
 		fl.state = finished
 		return fmt.Errorf("position of %s: %w", fl.path, err)
 	}
+	if fl.rewritten {
+		// The same first line, other content: the position is the old
+		// content's.
+		start, fl.rewritten = 0, false
+	}
 	if fl.sibling && !known {
 		if !t.unread(fl) {
 			fl.state, fl.passed = finished, true
@@ -610,6 +658,16 @@ func (t *Tailer) identify(fl *file) error {
 		}
 	}
 	fl.id, fl.split = id, splitter{max: t.cfg.MaxLine, off: start}
+	fl.tail = fl.tail[:0]
+	if !fl.gz && start > 0 {
+		// What is before the position now is taken for what was read: a
+		// file rewritten while logtally was stopped cannot be told apart.
+		n := min(start, tailSize)
+		fl.tail = slices.Grow(fl.tail, int(n))[:n]
+		if _, err := fl.f.ReadAt(fl.tail, start-n); err != nil {
+			fl.tail = fl.tail[:0]
+		}
+	}
 	if fl.state == waiting {
 		fl.state = following
 		if fl.sibling {
@@ -753,11 +811,16 @@ func (t *Tailer) poll(ctx context.Context, fl *file, send func(Chunk) error) err
 		fl.state = finished
 		return nil
 	}
-	if fl.id != "" && t.truncated(fl, fi.Size()) {
-		t.log.Info("file truncated; reading it from the start", "path", fl.path, "read", fl.split.off)
-		fl.id, fl.split = "", splitter{max: t.cfg.MaxLine}
-		if fl.state == following {
-			fl.state = waiting
+	if fl.id != "" {
+		if how := t.truncated(fl, fi.Size()); how != "" {
+			t.warn(fl.path, "truncated", "file truncated; reading it again from its start", "path", fl.path,
+				"read", fl.split.off, "size", fi.Size(), "how", how,
+				"fix", "if this is logrotate's copytruncate, prefer rotation by rename with a reopen: lines written between its copy and its truncation are lost")
+			fl.truncated, fl.truncatedOff = t.now(), fl.split.off
+			fl.id, fl.split, fl.tail, fl.rewritten = "", splitter{max: t.cfg.MaxLine}, fl.tail[:0], true
+			if fl.state == following {
+				fl.state = waiting
+			}
 		}
 	}
 	if fl.id == "" {
@@ -798,16 +861,38 @@ func (t *Tailer) poll(ctx context.Context, fl *file, send func(Chunk) error) err
 	return nil
 }
 
-// truncated reports whether fl now holds other content than what was read:
-// it is shorter than what was read, or its first line changed (truncated
-// and written again up to or past the offset between two polls). Reading
-// the first line on every poll costs one small pread.
-func (t *Tailer) truncated(fl *file, size int64) bool {
+// truncated says how fl now holds other content than what was read, or ""
+// if it does not: it is shorter than what was read; or it was truncated and
+// written again up to or past the offset between two polls, so that its
+// first line changed, or the bytes just before the offset did. Only content
+// written again with the same first line and the same tailSize bytes before
+// the offset goes unseen. The checks cost two small preads a poll.
+func (t *Tailer) truncated(fl *file, size int64) string {
 	if size < fl.split.consumed() {
-		return true
+		return "smaller than what was read"
 	}
 	id, err := readID(fl.f, false)
-	return err == nil && id != fl.id || errors.Is(err, ErrNoFingerprint)
+	if err == nil && id != fl.id || errors.Is(err, ErrNoFingerprint) {
+		return "its first line changed"
+	}
+	if n := int64(len(fl.tail)); n > 0 {
+		var buf [tailSize]byte
+		if _, err := fl.f.ReadAt(buf[:n], fl.split.off-n); err != nil || !bytes.Equal(buf[:n], fl.tail) {
+			return "the lines before the read offset changed"
+		}
+	}
+	return ""
+}
+
+// warn logs msg about path once, and again only after ProblemLogInterval
+// while what it is about (kind) goes on happening.
+func (t *Tailer) warn(path, kind, msg string, args ...any) {
+	key, now := kind+"\x00"+path, t.now()
+	if last, ok := t.warned[key]; ok && now.Sub(last) < ProblemLogInterval {
+		return
+	}
+	t.warned[key] = now
+	t.log.Warn(msg, args...)
 }
 
 // read reads src, which is fl's content, to its end and sends its complete
@@ -815,7 +900,10 @@ func (t *Tailer) truncated(fl *file, size int64) bool {
 // done: a file that cannot be read is logged, and looked at again on the
 // next poll.
 func (t *Tailer) read(ctx context.Context, fl *file, src io.Reader, send func(Chunk) error) (int64, error) {
-	n, err := fl.readFrom(src, send)
+	n, err := fl.readFrom(src, func(c Chunk) error {
+		fl.remember(c)
+		return send(c)
+	})
 	if ctx.Err() != nil {
 		return n, ctx.Err()
 	}
