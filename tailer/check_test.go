@@ -1,8 +1,11 @@
 package tailer
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +40,22 @@ func TestCheckFollowed(t *testing.T) {
 	}
 	if err := CheckReplayed([]string{file, filepath.Join(dir, "acess.log")}); err == nil {
 		t.Error("CheckReplayed(missing) = nil")
+	}
+}
+
+// TestCheckUnreadable: a file that cannot be read is refused by both checks
+// with the fix. Root reads any file, so this runs only as another user.
+func TestCheckUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file")
+	}
+	path := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(path, []byte("x\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for name, check := range map[string]func([]string) error{"follow": CheckFollowed, "replay": CheckReplayed} {
+		if err := check([]string{path}); !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "adm group") {
+			t.Errorf("%s: %v, want permission denied with the fix", name, err)
+		}
 	}
 }

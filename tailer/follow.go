@@ -217,7 +217,7 @@ func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, d
 		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: deps.Logger, now: deps.Now, waker: deps.Waker,
 		offsets: newOffsets(positions), done: make(map[fileKey]doneState), since: make(map[string]time.Time),
 		problems: make(map[string]*problem), warned: make(map[string]time.Time),
-		rescanNow: make(chan struct{}, 1), openPath: os.Open,
+		rescanNow: make(chan struct{}, 1), openPath: openRegular,
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
@@ -305,8 +305,15 @@ func (t *Tailer) report(path, state string, err error) {
 		}
 		t.log.Warn("no file matches", "path", path, "fix", fix)
 	case Unreadable:
-		t.log.Warn("cannot read file", "path", path, "err", err,
-			"fix", "let the user logtally runs as read it (on Debian, /var/log/nginx is readable by the adm group)")
+		fix := readFix
+		var nr *NotRegularError
+		switch {
+		case errors.As(err, &nr) && nr.Mode.IsDir():
+			fix = fmt.Sprintf(followDirFix, path)
+		case errors.As(err, &nr):
+			fix = followFix
+		}
+		t.log.Warn("cannot read file", "path", path, "err", err, "fix", fix)
 	}
 }
 
@@ -439,6 +446,7 @@ func (t *Tailer) rescan() error {
 	}
 	var matches []match
 	seen := map[string]bool{} // by path: whether it is a regular file
+	notRegular := map[string]bool{}
 	// add adds the regular files among paths to matches, and returns how
 	// many there are, counting those added before.
 	add := func(paths []string, stream string, sibling bool) (regular int) {
@@ -469,10 +477,15 @@ func (t *Tailer) rescan() error {
 		if hasMeta(p) {
 			stream = ""
 		}
-		if add(paths, stream, false) == 0 {
-			t.report(p, Missing, nil)
-		} else {
+		if add(paths, stream, false) > 0 {
 			t.report(p, "", nil)
+		} else if fi, err := os.Stat(p); err == nil && !hasMeta(p) {
+			// A FIFO, a device or a directory at the path: nothing to read
+			// by offset. (A glob's matches are its regular files.)
+			t.report(p, Unreadable, &NotRegularError{Path: p, Mode: fi.Mode()})
+			notRegular[p] = true
+		} else {
+			t.report(p, Missing, nil)
 		}
 	}
 	for _, p := range t.patterns {
@@ -496,7 +509,7 @@ func (t *Tailer) rescan() error {
 	// A file reported unreadable that no pattern matches any more is no
 	// longer a problem.
 	for p, pr := range t.problems {
-		if pr.state == Unreadable && !seen[p] {
+		if pr.state == Unreadable && !seen[p] && !notRegular[p] {
 			delete(t.problems, p)
 		}
 	}

@@ -104,7 +104,8 @@ type Reader struct {
 // has sent of it already. A file is known by its identity, as when
 // following, so one named twice, or named with its compressed copy, is read
 // once. A file without a complete first line has nothing to read and is
-// passed over.
+// passed over; a path that is not a regular file (a FIFO, a device) stops
+// the replay with a *NotRegularError.
 func (r *Reader) Replay(ctx context.Context, paths []string, positions Positions, out chan<- Chunk) error {
 	o := newOffsets(positions)
 	for _, path := range paths {
@@ -116,7 +117,7 @@ func (r *Reader) Replay(ctx context.Context, paths []string, positions Positions
 }
 
 func (r *Reader) replay(ctx context.Context, path string, o *offsets, out chan<- Chunk) error {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
@@ -141,9 +142,11 @@ func (r *Reader) replay(ctx context.Context, path string, o *offsets, out chan<-
 // chunks tagged with id. For a plain file a final line without a newline is
 // not sent: the file may still be written. A .gz file is complete, so its
 // last line is sent even without one. Files ending in .gz are decompressed,
-// and offset counts decompressed bytes.
+// and offset counts decompressed bytes. Reading stops when ctx is done, even
+// where nothing is sent for long (a file without newlines). A path that is
+// not a regular file is refused with a *NotRegularError.
 func (r *Reader) Read(ctx context.Context, path, id string, offset int64, out chan<- Chunk) (end int64, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return offset, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -160,7 +163,7 @@ func (r *Reader) read(ctx context.Context, f *os.File, id string, offset int64, 
 	if lr.size <= 0 {
 		lr.size = ChunkSize
 	}
-	src, err := content(f, &counter{r: f, n: &r.Bytes}, gz, offset)
+	src, err := content(f, &counter{r: ctxReader{ctx, f}, n: &r.Bytes}, gz, offset)
 	if err != nil {
 		return offset, fmt.Errorf("read %s: %w", path, err)
 	}

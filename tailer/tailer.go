@@ -67,6 +67,11 @@ var (
 	// ErrLongLine is the reason a line longer than the maximum line length
 	// was skipped. It is used to count such lines next to parse rejections.
 	ErrLongLine = errors.New("line too long")
+	// ErrNotRegular means a path names a named pipe, a device, a socket or a
+	// directory, not a regular file. Those are refused: they have no offset
+	// to resume from, and a pipe may wait for a writer, and a device never
+	// end.
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // Chunk is a run of complete lines from one file.
@@ -124,9 +129,10 @@ func (c Config) Validate() error {
 
 // ID returns the identity under which a file's read position is kept: a
 // fingerprint of its first line (of its decompressed content for .gz). It
-// returns ErrNoFingerprint while the file has no complete first line.
+// returns ErrNoFingerprint while the file has no complete first line, and a
+// *NotRegularError for a path that is not a regular file.
 func ID(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return "", err
 	}
