@@ -95,6 +95,13 @@ type Bucket struct {
 	Counts
 }
 
+// Kept counts the lines (parsed requests) a store counted in each
+// resolution of its history. A line older than a resolution's retention
+// when it arrives still counts in the coarser ones.
+type Kept struct {
+	Minutes, Hours, Days int64
+}
+
 // Second is the live window's state of one second, as a commit checkpoints
 // it: enough to put the second back into a window after a restart.
 type Second struct {

@@ -9,7 +9,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
@@ -632,13 +631,13 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 // log in the same transaction when the log is past a hard bound, or when
 // late lines (of days already folded into the all-time totals, which only
 // compaction adds them to) may reach the all-time cap: pending counts are
-// final only while nothing is capped at compaction.
-func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now time.Time) (*logChange, error) {
+// final only while nothing is capped at compaction. Days before floor are
+// past the retention of per-day page counts.
+func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, floor uint32) (*logChange, error) {
 	l := s.log
 	counters := s.bucket(tx, bucketCounters)
 	lb := s.bucket(tx, bucketPathLog)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
 	nb := &s.scratch.numbers
 	nb.start(&l.dict, b.Paths())
 	l.uses++
@@ -702,7 +701,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now ti
 	}
 	if inline {
 		// The compaction merges this commit's paths too: none is numbered.
-		c, err := s.compactTx(tx, now, ch)
+		c, err := s.compactTx(tx, ch)
 		if err != nil {
 			return nil, err
 		}
@@ -825,13 +824,13 @@ func (l *pathLog) loadSet(dayPaths *bolt.Bucket, prefix []byte, pd *pendingDay) 
 // into the all-time totals if the day is folded into them already. The sum
 // merged is the log's counts, plus extra: the change of the commit running
 // it, which the counts do not hold yet.
-func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logChange, error) {
+func (s *Store) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
 	l := s.log
 	ch := &logChange{compacted: true}
 	lb := s.bucket(tx, bucketPathLog)
 	counters := s.bucket(tx, bucketCounters)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
+	floor := s.floors(tx).dayPaths
 	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
 
 	var days []uint32
@@ -941,8 +940,7 @@ func (s *Store) compact(ctx context.Context) error {
 	if len(s.log.days) == 0 {
 		return nil
 	}
-	now := s.now()
-	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) { return s.compactTx(tx, now, nil) })
+	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) { return s.compactTx(tx, nil) })
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}

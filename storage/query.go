@@ -163,7 +163,7 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount,
 		out[i].Path = p
 	}
 	dk := dayKey(day, s.loc)
-	floor := uint32Key(dayKey(s.now().Add(-s.cfg.HourRetention), s.loc))
+	var floor uint32
 	// The path log's counts are paired with the file the transaction sees;
 	// if they have moved past it, a newer transaction is opened.
 	var tx *bolt.Tx
@@ -174,6 +174,7 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount,
 			return nil, err
 		}
 		folded = uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
+		floor = s.floors(tx).dayPaths
 		inStep := s.log.counts(tx.ID(), paths, func(i int, d uint32, n int64) {
 			if d >= floor || d <= folded { // as compaction will count it
 				out[i].Total += n

@@ -246,40 +246,6 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	}
 }
 
-func TestRetention(t *testing.T) {
-	now := t0.Add(30 * 24 * time.Hour)
-	clock := now
-	s := mustOpenAt(t, Config{MinuteRetention: 14 * 24 * time.Hour, HourRetention: 20 * 24 * time.Hour,
-		DayRetention: 25 * 24 * time.Hour}, func() time.Time { return clock })
-	day := int64(24 * 3600)
-	// Written before the clock moved, as if stored long ago.
-	clock = t0
-	commit(t, s, func(b *logtally.Batch) {
-		for _, d := range []int64{0, 6, 12, 20} { // 30, 24, 18 and 10 days before now
-			addHit(b, page(d*day, 1, "/"), 200, 0, false)
-		}
-	})
-	clock = now
-	if _, err := s.Prune(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	all := t0.Add(-time.Hour)
-	minutes, _ := s.Minutes(all, now)
-	hours, _ := s.hours(all, now)
-	days, _ := s.days(all, now)
-	if len(minutes) != 1 || len(hours) != 2 || len(days) != 3 {
-		t.Errorf("after pruning: %d minutes, %d hours, %d days; want 1, 2, 3", len(minutes), len(hours), len(days))
-	}
-	// New lines older than retention still reach their rollups, not their minute.
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(13*day, 1, "/"), 200, 0, false) })
-	if m, _ := s.Minutes(all, now); len(m) != 1 {
-		t.Errorf("expired minute written: %d minutes", len(m))
-	}
-	if h, _ := s.hours(all, now); len(h) != 3 {
-		t.Errorf("hour of a late line not written: %d hours", len(h))
-	}
-}
-
 func TestPathCountsCapsAndFolding(t *testing.T) {
 	now := fixedNow()
 	s := mustOpenAt(t, Config{MaxPaths: 2, MaxDayPaths: 2}, func() time.Time { return now })

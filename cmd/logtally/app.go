@@ -251,6 +251,7 @@ func (m *Main) open() error {
 	if m.store, err = storage.Open(m.Store, m.Now); err != nil {
 		return err
 	}
+	m.store.LogRetention(m.Logger)
 	rules := m.Rules
 	if !format.HasUserAgent() {
 		rules.NoUserAgent = true
@@ -386,6 +387,11 @@ func (m *Main) replay(ctx context.Context) error {
 	close(chunks)
 	err := errors.Join(readErr, <-m.done)
 	m.done = nil
+	if err == nil {
+		// What the replay moved past its retention goes now, not at the
+		// next run, and the log says what it was.
+		err = m.store.PruneLogged(ctx, m.Logger)
+	}
 	stopProgress()
 	fmt.Fprint(m.Stdout, m.pipeline.Summary(len(m.Files), time.Since(start)))
 	return err
