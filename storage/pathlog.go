@@ -397,6 +397,44 @@ func (l *pathLog) counts(txID int, paths []string, fn func(i int, day uint32, n 
 	return true
 }
 
+// dayCounts calls fn with every pending path count of the days that want
+// says, that the file seen by read transaction txID holds in its log; it
+// reports false, as counts does, if the counts have moved past that file.
+// path is only valid during the call.
+func (l *pathLog) dayCounts(txID int, want func(day uint32) bool, fn func(path string, n int64)) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if txID < l.applied {
+		return false
+	}
+	next := l.next
+	if next != nil && txID < l.nextTx {
+		next = nil // the file is from before it
+	}
+	if next != nil && next.compacted {
+		return true // the file holds the whole log in its shards
+	}
+	for day, pd := range l.days {
+		if want(day) {
+			for i, n := range pd.views {
+				if n != 0 {
+					fn(l.dict.names[i], n)
+				}
+			}
+		}
+	}
+	if next != nil {
+		for _, d := range next.days {
+			if want(d.day) {
+				for _, pc := range d.paths {
+					fn(pc.Path, pc.PageViews)
+				}
+			}
+		}
+	}
+	return true
+}
+
 // wantsCompaction reports whether the log has grown past its soft bounds.
 // The bound in bytes follows the size of the shards a compaction rewrites,
 // between compactMinBytes and compactSoftBytes: each compaction then

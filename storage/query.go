@@ -56,7 +56,8 @@ func (s *Store) Last() (t time.Time, ok bool, err error) {
 // step containing to. Steps under an hour come from minutes, 1h from hours,
 // 1d from days in the store's zone. Visitors per point are the distinct
 // visitors within that step: exact for a one-minute step unless the minute
-// says otherwise, estimated by merging sketches for longer steps.
+// says otherwise, estimated by merging sketches for longer steps. KeptFrom
+// says from which step on the retention holds everything.
 func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
 	out := logtally.Series{Step: step}
 	if to.Before(from) {
@@ -119,6 +120,9 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 	}
 	merge := step != time.Minute && bytes.Equal(name, bucketMinutes)
 	err := s.db.View(func(tx *bolt.Tx) error {
+		if t, ok := s.keptFromStep(tx, step); ok {
+			out.KeptFrom = t
+		}
 		return scan(s.bucket(tx, name), lo, hi, merge, func(k []byte, r *record) {
 			i := index(keyTime(k))
 			if i < 0 {
@@ -127,6 +131,10 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 			b := &bins[i]
 			b.p.Requests += r.Requests
 			b.p.PageViews += r.PageViews
+			b.p.Bytes += r.Bytes
+			for c, n := range r.Status {
+				b.p.Status[c] += n
+			}
 			out.Approximate = out.Approximate || r.Approximate
 			if !merge {
 				b.p.Visitors += r.Visitors

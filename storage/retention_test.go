@@ -228,6 +228,9 @@ func TestKeptFromAfterRetentionGrows(t *testing.T) {
 	}
 	newest := t0.Add(29 * day)
 	check(time.Minute, newest.Add(-14*day))
+	if series, err := s.Series(t0, t0.Add(time.Hour), time.Minute); err != nil || !series.KeptFrom.Equal(newest.Add(-14*day)) {
+		t.Errorf("Series.KeptFrom = %v, %v; want %v", series.KeptFrom, err, newest.Add(-14*day))
+	}
 	check(5*time.Minute, newest.Add(-14*day))
 	check(time.Hour, newest.Add(-400*day))
 	if _, ok, _ := s.KeptFrom(day); ok {

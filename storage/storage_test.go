@@ -297,19 +297,23 @@ func TestSeries(t *testing.T) {
 		for i := range int64(20) {
 			// One page view a minute from three visitors, with hashes spread
 			// over 64 bits as real visitor hashes are.
-			addHit(b, page(i*60, uint64(i%3+1)*0x9e3779b97f4a7c15, "/"), 200, 0, false)
+			addHit(b, page(i*60, uint64(i%3+1)*0x9e3779b97f4a7c15, "/"), 200, 100, false)
+			if i%5 == 0 {
+				addHit(b, asset(i*60), 404, 10, false) // a request, not a page view
+			}
 		}
 	})
+	st := func(c2, c4 int64) [5]int64 { return [5]int64{0, c2, 0, c4, 0} }
 	tests := []struct {
 		step   time.Duration
 		points int
 		first  logtally.Point
 		approx bool
 	}{
-		{time.Minute, 20, logtally.Point{Time: t0, Requests: 1, PageViews: 1, Visitors: 1}, false},
-		{5 * time.Minute, 4, logtally.Point{Time: t0, Requests: 5, PageViews: 5, Visitors: 3}, true},
-		{time.Hour, 1, logtally.Point{Time: t0, Requests: 20, PageViews: 20, Visitors: 3}, true},
-		{24 * time.Hour, 1, logtally.Point{Time: t0.Truncate(24 * time.Hour), Requests: 20, PageViews: 20, Visitors: 3}, true},
+		{time.Minute, 20, logtally.Point{Time: t0, Requests: 2, PageViews: 1, Visitors: 1, Status: st(1, 1), Bytes: 110}, false},
+		{5 * time.Minute, 4, logtally.Point{Time: t0, Requests: 6, PageViews: 5, Visitors: 3, Status: st(5, 1), Bytes: 510}, true},
+		{time.Hour, 1, logtally.Point{Time: t0, Requests: 24, PageViews: 20, Visitors: 3, Status: st(20, 4), Bytes: 2040}, true},
+		{24 * time.Hour, 1, logtally.Point{Time: t0.Truncate(24 * time.Hour), Requests: 24, PageViews: 20, Visitors: 3, Status: st(20, 4), Bytes: 2040}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step.String(), func(t *testing.T) {
