@@ -393,7 +393,19 @@ func (m *Main) replay(ctx context.Context) error {
 		err = m.store.PruneLogged(ctx, m.Logger)
 	}
 	stopProgress()
-	fmt.Fprint(m.Stdout, m.pipeline.Summary(len(m.Files), time.Since(start)))
+	return m.summarize(start, err)
+}
+
+// summarize prints what a replay that started at start did, and returns
+// its error, saying that a replay that failed on its first lines committed
+// nothing.
+func (m *Main) summarize(start time.Time, err error) error {
+	sum := m.pipeline.Summary(len(m.Files), time.Since(start))
+	sum.Kept = m.store.Kept()
+	fmt.Fprint(m.Stdout, sum)
+	if errors.Is(err, ingest.ErrMostlyRejected) {
+		return fmt.Errorf("replay committed nothing: %w", err)
+	}
 	return err
 }
 
