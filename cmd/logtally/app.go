@@ -309,7 +309,7 @@ func (m *Main) serve(report *status.Report) error {
 	}
 	m.listener = ln
 	handler := api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
-		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Logger: m.Logger})
+		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Zone: m.store.Location(), Logger: m.Logger})
 	m.server = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
