@@ -120,7 +120,10 @@ func (s *Store) nextDay(day uint32) time.Time {
 func (s *Store) daysFrom(tx *bolt.Tx) uint32 {
 	floor := s.floors(tx).dayPaths
 	if kept := s.keptFrom(tx)[1]; kept > 0 {
-		floor = max(floor, uint32Key(dayKey(s.stepCeil(time.Unix(kept, 0), 24*time.Hour), s.loc)))
+		// kept is the start of the hour that held the floor when a
+		// shorter span was in force; its day was the floor of the page
+		// counts, whole.
+		floor = max(floor, uint32Key(dayKey(time.Unix(kept+3599, 0), s.loc)))
 	}
 	return floor
 }

@@ -111,7 +111,7 @@ func (s *Store) settleRetention(tx *bolt.Tx) error {
 		switch {
 		case a[i] > st[i]:
 			// Growing: what the shorter span pruned stays missing.
-			if t, expired := since(ref, st[i]); ok && expired {
+			if t := s.floorTime(floorsAt(ref, st[i], s.loc), i); ok && t > 0 {
 				kept[i] = max(kept[i], t)
 			}
 			force[i] = a[i]
@@ -273,6 +273,20 @@ func retentionFloors(ref int64, ok bool, r Retention, loc *time.Location) floors
 	return f
 }
 
+// floorTime is the start of resolution i's floor (minutes, hours, days),
+// unix seconds; 0 if there is none.
+func (s *Store) floorTime(f floors, i int) int64 {
+	switch {
+	case i == 0:
+		return f.minute * 60
+	case i == 1:
+		return f.hour * 3600
+	case f.day == 0:
+		return 0
+	}
+	return s.dayTime(dayBytes(f.day)).Unix()
+}
+
 // floors are the floors in force in tx.
 func (s *Store) floors(tx *bolt.Tx) floors {
 	ref, ok := s.reference(tx)
@@ -333,18 +347,14 @@ func (s *Store) KeptFrom(step time.Duration) (t time.Time, ok bool, err error) {
 // keptFromStep is KeptFrom in tx.
 func (s *Store) keptFromStep(tx *bolt.Tx, step time.Duration) (time.Time, bool) {
 	f, kept := s.floors(tx), s.keptFrom(tx)
-	var from int64
-	switch {
-	case step == 24*time.Hour:
-		if f.day != 0 {
-			from = s.dayTime(dayBytes(f.day)).Unix()
-		}
-		from = max(from, kept[2])
-	case step == time.Hour:
-		from = max(f.hour*3600, kept[1])
-	default:
-		from = max(f.minute*60, kept[0])
+	i := 0 // minutes
+	switch step {
+	case time.Hour:
+		i = 1
+	case 24 * time.Hour:
+		i = 2
 	}
+	from := max(s.floorTime(f, i), kept[i])
 	if from <= 0 {
 		return time.Time{}, false
 	}

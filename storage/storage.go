@@ -122,6 +122,11 @@ type Config struct {
 	// ApplyRetention takes retention spans shorter than the stored ones,
 	// deleting what they expire, rather than keeping the stored ones.
 	ApplyRetention bool
+	// Salt, if not zero, is the visitor-hash salt of a file created now;
+	// zero draws one at random, as a real file wants: whoever knows the
+	// salt can test guesses of addresses against the stored hashes. Tests
+	// fix it, so that sketch estimates come out the same every run.
+	Salt uint64
 	// ExactVisitorsSpan is how far behind the newest stored minute a minute
 	// keeps its exact visitor set. A line later than that can only add to
 	// the minute's sketch, and the minute's visitors become approximate.
@@ -146,8 +151,8 @@ func DefaultConfig() Config {
 // values as their defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	d := DefaultConfig()
-	fs.StringVar(&c.Path, "db", d.Path, "database `file` (created if missing)")
-	fs.StringVar(&c.TZ, "tz", d.TZ, "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
+	c.RegisterReadFlags(fs)
+	fs.Lookup("db").Usage = "database `file` (created if missing)"
 	c.MinuteRetention, c.HourRetention, c.DayRetention = d.MinuteRetention, d.HourRetention, d.DayRetention
 	const back = ", back from the newest line stored, as a `span` such as 30d, 2w or 720h (0: forever)"
 	fs.Var(spanValue{&c.MinuteRetention}, "keep-minutes", "how long per-minute history is kept"+back)
@@ -158,6 +163,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.TopPages, "minute-top-pages", d.TopPages, "top pages stored per minute")
 	fs.IntVar(&c.MaxPaths, "max-stored-paths", d.MaxPaths, "distinct paths with an all-time count; more are counted as "+logtally.OtherPath)
 	fs.IntVar(&c.MaxDayPaths, "max-day-paths", d.MaxDayPaths, "distinct paths counted per day; more are counted as "+logtally.OtherPath)
+}
+
+// RegisterReadFlags registers the flags of a program that only reads the
+// store: the file and the zone of its days.
+func (c *Config) RegisterReadFlags(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	fs.StringVar(&c.Path, "db", d.Path, "database `file`")
+	fs.StringVar(&c.TZ, "tz", d.TZ, "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
 }
 
 // Validate checks the configuration. It changes nothing.
@@ -310,6 +323,9 @@ func (s *Store) init(tx *bolt.Tx) error {
 	}
 	var salt [8]byte
 	rand.Read(salt[:])
+	if s.cfg.Salt != 0 {
+		binary.BigEndian.PutUint64(salt[:], s.cfg.Salt)
+	}
 	s.salt = binary.BigEndian.Uint64(salt[:])
 	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
 		return err
