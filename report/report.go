@@ -51,7 +51,7 @@ func DefaultConfig() Config { return Config{Site: DefaultSite, Format: Table, Pa
 // RegisterFlags sets c to the defaults and registers its flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	*c = DefaultConfig()
-	fs.StringVar(&c.From, "from", "", "first `day` of the report, such as 2015-05-17 (default: 6 days before --to)")
+	fs.StringVar(&c.From, "from", "", "first `day` of the report, such as 2015-05-17 (default: 6 days before --to, or the first day held if later)")
 	fs.StringVar(&c.To, "to", "", "last `day` of the report (default: the day of the newest line stored)")
 	fs.StringVar(&c.Site, "site", c.Site, "`site` to report on (only default so far)")
 	fs.IntVar(&c.Pages, "pages", c.Pages, "how many of the top pages to list")

@@ -143,14 +143,14 @@ func (m *Main) ParseFlags(args []string) error {
 // check reports flag values and files that cannot work, before anything
 // starts.
 func (m *Main) check() error {
-	if _, err := m.Log.Logger(io.Discard); err != nil {
-		return err
-	}
 	if m.Command == "report" {
 		if len(m.Files) > 0 {
 			return fmt.Errorf("report takes no FILE, got %q: it reads the database (--db)", m.Files)
 		}
 		return errors.Join(m.Report.Validate(), m.Store.Validate())
+	}
+	if _, err := m.Log.Logger(io.Discard); err != nil {
+		return err
 	}
 	if m.Command == "run" {
 		if err := tailer.CheckFollowed(m.Files); err != nil {
@@ -195,10 +195,9 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 	fs.Usage = func() {}
 	if command == "report" {
 		// report only reads the database: its file and zone, and what
-		// to report.
+		// to report. It logs nothing.
 		m.Store.RegisterReadFlags(fs)
 		m.Report.RegisterFlags(fs)
-		m.Log.RegisterFlags(fs)
 		return fs
 	}
 	run := command == "run"
