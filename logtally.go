@@ -95,6 +95,13 @@ type Bucket struct {
 	Counts
 }
 
+// Kept counts the lines (parsed requests) a store counted in each
+// resolution of its history. A line older than a resolution's retention
+// when it arrives still counts in the coarser ones.
+type Kept struct {
+	Minutes, Hours, Days int64
+}
+
 // Second is the live window's state of one second, as a commit checkpoints
 // it: enough to put the second back into a window after a restart.
 type Second struct {
@@ -111,6 +118,8 @@ type Point struct {
 	Requests  int64
 	PageViews int64
 	Visitors  int64
+	Status    [5]int64 // requests by status class: 1xx, 2xx, 3xx, 4xx, 5xx
+	Bytes     int64    // response bytes sent
 }
 
 // Series is the answer to a history query.
@@ -118,6 +127,25 @@ type Series struct {
 	Step        time.Duration
 	Approximate bool // some point's visitors are estimated
 	Points      []Point
+	// KeptFrom, unless zero, is the start of the first step the store holds
+	// whole under its retention: a point before it is not a count of zero
+	// but a step whose history was pruned or never kept.
+	KeptFrom time.Time
+}
+
+// PageRange is the top pages of a range of history.
+type PageRange struct {
+	Pages []PageCount // most viewed first, then by path
+	// Other is the page views of the range that no path holds: a minute
+	// keeps its top pages and counts the rest as one number.
+	Other int64
+	// Exact is set when every count is exact: whole days of per-day path
+	// counts (where past a day's cap of paths the rest is the path
+	// OtherPath), and minutes that kept all of their pages.
+	Exact bool
+	// KeptFrom, unless zero, is where the kept history of pages starts: the
+	// range begins before it, and what lies before is not counted.
+	KeptFrom time.Time
 }
 
 // Steps are the series steps a history answers.

@@ -94,7 +94,10 @@ type Deps struct {
 	// in it by route and status.
 	Metrics *prometheus.Registry
 	Now     func() time.Time // for "today"; time.Now if nil
-	Logger  *slog.Logger     // discards if nil
+	// Zone is the zone of the store's days: a plain date in from or to is a
+	// day there. UTC if nil.
+	Zone   *time.Location
+	Logger *slog.Logger // discards if nil
 }
 
 // History is the stored data the history endpoints read: a storage.Store,
@@ -102,6 +105,13 @@ type Deps struct {
 type History interface {
 	Series(from, to time.Time, step time.Duration) (logtally.Series, error)
 	PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error)
+}
+
+// PageHistory is what GET /api/v1/pages?from=T&to=T reads: the top pages
+// of any range. A History that also implements it answers that endpoint;
+// with one that does not, it answers 404.
+type PageHistory interface {
+	Pages(from, to time.Time, limit int) (logtally.PageRange, error)
 }
 
 // Server is the API's HTTP handler.
@@ -122,6 +132,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.Zone == nil {
+		deps.Zone = time.UTC
 	}
 	if deps.Ready == nil {
 		deps.Ready = func() error { return nil }
@@ -189,7 +202,8 @@ type Stats struct {
 	Rejected    int64 `json:"rejected"` // lines rejected in the window
 }
 
-// Pages is the body of GET /api/v1/pages.
+// Pages is the body of GET /api/v1/pages without from and to: the live
+// window's top pages.
 type Pages struct {
 	From          time.Time            `json:"from"`
 	To            time.Time            `json:"to"`
@@ -208,13 +222,17 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) pages(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r, []string{"limit"}); err != nil {
+	if err := onlyParams(r, []string{"limit", "from", "to"}); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	limit, err := intParam(r, "limit", DefaultPagesLimit, 1, MaxPagesLimit)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if q := r.URL.Query(); q.Has("from") || q.Has("to") {
+		s.historyPages(w, r, limit)
 		return
 	}
 	s.serveBody(w, r, s.rendered().pagesBody(limit))

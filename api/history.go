@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -19,23 +20,77 @@ const (
 
 // SeriesBody is the body of GET /api/v1/series.
 type SeriesBody struct {
-	From                time.Time     `json:"from"`
-	To                  time.Time     `json:"to"`
-	StepSeconds         int64         `json:"step_seconds"`
-	ApproximateVisitors bool          `json:"approximate_visitors"`
-	Points              []SeriesPoint `json:"points"`
+	From                time.Time `json:"from"`
+	To                  time.Time `json:"to"`
+	StepSeconds         int64     `json:"step_seconds"`
+	ApproximateVisitors bool      `json:"approximate_visitors"`
+	// KeptFrom is the start of the first step the store holds whole under
+	// its retention; absent when it holds every step (days, by default).
+	KeptFrom time.Time     `json:"kept_from,omitzero"`
+	Points   []SeriesPoint `json:"points"`
 }
 
-// SeriesPoint is one step of a SeriesBody.
+// SeriesPoint is one step of a SeriesBody. A step before kept_from, whose
+// history was pruned or never kept, has null counts: it is not a zero.
 type SeriesPoint struct {
-	T         time.Time `json:"t"`
-	Requests  int64     `json:"requests"`
-	PageViews int64     `json:"pageviews"`
-	Visitors  int64     `json:"visitors"`
+	T         time.Time
+	Held      bool // the store holds the step: its counts are counts
+	Requests  int64
+	PageViews int64
+	Visitors  int64
+	Status    StatusClasses
+	Bytes     int64
 }
 
-// series answers GET /api/v1/series?from=T&to=T&step=S. T is RFC3339 or unix
-// seconds; S is one of logtally.Steps. Defaults: the last hour, by minute.
+// StatusClasses is requests by status class.
+type StatusClasses struct {
+	C1 int64 `json:"1xx"`
+	C2 int64 `json:"2xx"`
+	C3 int64 `json:"3xx"`
+	C4 int64 `json:"4xx"`
+	C5 int64 `json:"5xx"`
+}
+
+// seriesPointJSON is a SeriesPoint as JSON: nil counts are null.
+type seriesPointJSON struct {
+	T         time.Time      `json:"t"`
+	Requests  *int64         `json:"requests"`
+	PageViews *int64         `json:"pageviews"`
+	Visitors  *int64         `json:"visitors"`
+	Status    *StatusClasses `json:"status"`
+	Bytes     *int64         `json:"bytes"`
+}
+
+// MarshalJSON writes the point, with null counts unless Held.
+func (p SeriesPoint) MarshalJSON() ([]byte, error) {
+	v := seriesPointJSON{T: p.T}
+	if p.Held {
+		v.Requests, v.PageViews, v.Visitors, v.Status, v.Bytes = &p.Requests, &p.PageViews, &p.Visitors, &p.Status, &p.Bytes
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads a point as MarshalJSON writes it.
+func (p *SeriesPoint) UnmarshalJSON(b []byte) error {
+	var v seriesPointJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = SeriesPoint{T: v.T, Held: v.Requests != nil}
+	for dst, src := range map[*int64]*int64{&p.Requests: v.Requests, &p.PageViews: v.PageViews, &p.Visitors: v.Visitors, &p.Bytes: v.Bytes} {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	if v.Status != nil {
+		p.Status = *v.Status
+	}
+	return nil
+}
+
+// series answers GET /api/v1/series?from=T&to=T&step=S. T is RFC3339, unix
+// seconds or a date (a day in the store's zone; as to, the day's last
+// second); S is one of logtally.Steps. Defaults: the last hour, by minute.
 func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 	if s.deps.History == nil {
 		writeError(w, http.StatusNotFound, "no history is kept")
@@ -45,19 +100,9 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	now := s.deps.Now()
-	to, err := timeParam(r, "to", now)
+	from, to, err := s.rangeParams(r, DefaultSeriesSpan)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	from, err := timeParam(r, "from", to.Add(-DefaultSeriesSpan))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if from.After(to) {
-		writeError(w, http.StatusBadRequest, "from is after to")
 		return
 	}
 	stepName, err := single(r, "step", "1m")
@@ -79,12 +124,23 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	body := SeriesBody{From: from.UTC(), To: to.UTC(), StepSeconds: int64(step / time.Second),
-		ApproximateVisitors: res.Approximate, Points: make([]SeriesPoint, len(res.Points))}
-	for i, p := range res.Points {
-		body.Points[i] = SeriesPoint{T: p.Time.UTC(), Requests: p.Requests, PageViews: p.PageViews, Visitors: p.Visitors}
+	writeJSON(w, http.StatusOK, seriesBody(from, to, res))
+}
+
+// seriesBody is the body of a series answer.
+func seriesBody(from, to time.Time, res logtally.Series) SeriesBody {
+	body := SeriesBody{From: from.UTC(), To: to.UTC(), StepSeconds: int64(res.Step / time.Second),
+		ApproximateVisitors: res.Approximate, KeptFrom: res.KeptFrom.UTC(), Points: make([]SeriesPoint, len(res.Points))}
+	if res.KeptFrom.IsZero() {
+		body.KeptFrom = time.Time{}
 	}
-	writeJSON(w, http.StatusOK, body)
+	for i, p := range res.Points {
+		st := p.Status
+		body.Points[i] = SeriesPoint{T: p.Time.UTC(), Held: res.KeptFrom.IsZero() || !p.Time.Before(res.KeptFrom),
+			Requests: p.Requests, PageViews: p.PageViews, Visitors: p.Visitors,
+			Status: StatusClasses{st[0], st[1], st[2], st[3], st[4]}, Bytes: p.Bytes}
+	}
+	return body
 }
 
 // CountsBody is the body of GET /api/v1/pages/count.
@@ -154,8 +210,25 @@ func single(r *http.Request, name, def string) (string, error) {
 	return "", errors.New(name + " given more than once")
 }
 
-// timeParam reads a time given as RFC3339 or as unix seconds.
-func timeParam(r *http.Request, name string, def time.Time) (time.Time, error) {
+// rangeParams reads from and to, by default the span before now, and
+// checks that from is not after to.
+func (s *Server) rangeParams(r *http.Request, span time.Duration) (from, to time.Time, err error) {
+	if to, err = s.timeParam(r, "to", s.deps.Now(), true); err != nil {
+		return from, to, err
+	}
+	if from, err = s.timeParam(r, "from", to.Add(-span), false); err != nil {
+		return from, to, err
+	}
+	if from.After(to) {
+		return from, to, errors.New("from is after to")
+	}
+	return from, to, nil
+}
+
+// timeParam reads a time given as RFC3339, as unix seconds, or as a date,
+// which is a day in the store's zone: its first second, or with end its
+// last, so that from=D&to=D is the whole of day D.
+func (s *Server) timeParam(r *http.Request, name string, def time.Time, end bool) (time.Time, error) {
 	v, err := single(r, name, "")
 	if err != nil || v == "" {
 		return def, err
@@ -166,9 +239,71 @@ func timeParam(r *http.Request, name string, def time.Time) (time.Time, error) {
 		}
 		return time.Unix(n, 0).UTC(), nil
 	}
+	if d, err := time.ParseInLocation(time.DateOnly, v, s.deps.Zone); err == nil {
+		if end {
+			return d.AddDate(0, 0, 1).Add(-time.Second), nil
+		}
+		return d, nil
+	}
 	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, errors.New(name + " must be RFC3339 (2006-01-02T15:04:05Z) or unix seconds")
+	if err != nil || t.Year() < 1970 || t.Year() > 9999 {
+		return time.Time{}, errors.New(name + " must be RFC3339 (2006-01-02T15:04:05Z), a date (2006-01-02) or unix seconds")
 	}
 	return t, nil
+}
+
+// MaxPagesRange is the longest range of GET /api/v1/pages?from&to: a
+// range of whole days reads every path of each day.
+const MaxPagesRange = 400 * 24 * time.Hour
+
+// PagesRange is the body of GET /api/v1/pages?from=T&to=T.
+type PagesRange struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Exact is true when every count is exact (see logtally.PageRange).
+	Exact bool `json:"exact"`
+	// KeptFrom is present when the range begins before the kept history of
+	// pages: what lies before it is not counted.
+	KeptFrom time.Time            `json:"kept_from,omitzero"`
+	Pages    []logtally.PageCount `json:"pages"`
+	// Other is the page views of minutes' pages past the top pages each
+	// minute keeps.
+	Other int64 `json:"other"`
+}
+
+// historyPages answers GET /api/v1/pages?from=T&to=T&limit=N from the
+// stored history: the top pages of the range (see storage.Store.Pages).
+func (s *Server) historyPages(w http.ResponseWriter, r *http.Request, limit int) {
+	ph, ok := s.deps.History.(PageHistory)
+	if !ok {
+		writeError(w, http.StatusNotFound, "no history of pages is kept")
+		return
+	}
+	q := r.URL.Query()
+	if !q.Has("from") || !q.Has("to") {
+		writeError(w, http.StatusBadRequest, "give both from and to, or neither for the live window")
+		return
+	}
+	from, to, err := s.rangeParams(r, 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if to.Sub(from) >= MaxPagesRange {
+		writeError(w, http.StatusBadRequest, "the range is longer than "+strconv.Itoa(int(MaxPagesRange/(24*time.Hour)))+" days")
+		return
+	}
+	res, err := ph.Pages(from, to, limit)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	body := PagesRange{From: from.UTC(), To: to.UTC(), Exact: res.Exact, Pages: res.Pages, Other: res.Other}
+	if !res.KeptFrom.IsZero() {
+		body.KeptFrom = res.KeptFrom.UTC()
+	}
+	if body.Pages == nil {
+		body.Pages = []logtally.PageCount{}
+	}
+	writeJSON(w, http.StatusOK, body)
 }

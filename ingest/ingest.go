@@ -153,6 +153,9 @@ type Pipeline struct {
 	res   result // Run's reusable result
 	last  int64  // newest line second seen, for AnchorLog
 	pool  sync.Pool
+	// judged is set once the first lines have had their verdict (see
+	// judge); only the pipeline's goroutine uses it.
+	judged bool
 
 	lines    atomic.Int64
 	parsed   atomic.Int64
@@ -233,6 +236,9 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 				return p.finish()
 			}
 			p.chunk(c)
+			if _, bad := p.judge(false, true); bad != nil {
+				p.log.Warn("most lines are rejected", "hint", bad.Error())
+			}
 			if p.batch.Lines() >= p.cfg.FlushLines && p.commit() != nil {
 				src = nil // pause reading until a commit succeeds
 			}

@@ -19,6 +19,10 @@ import (
 // in the order the chunks came in, so a position is only committed once
 // every line before it, in every file, has been counted. A failed commit
 // ends Replay with the error.
+//
+// Nothing is committed before the verdict on the first lines (see judge):
+// when most of them are rejected, Replay returns a *FormatError and
+// commits nothing, so that a replay with the right format reads them all.
 func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -75,10 +79,10 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return p.finish()
+			return p.finishJudged()
 		case r, ok := <-results:
 			if !ok {
-				return p.finish()
+				return p.finishJudged()
 			}
 			pending[r.seq] = r
 			for r := pending[next]; r != nil; r = pending[next] {
@@ -87,17 +91,39 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 				p.apply(r)
 				p.pool.Put(r)
 			}
+			if _, bad := p.judge(false, false); bad != nil {
+				return bad
+			}
 			if p.batch.Lines() >= p.cfg.FlushLines {
-				if err := p.commit(); err != nil {
+				if err := p.commitJudged(); err != nil {
 					return err
 				}
 			}
 		case <-flush.C:
-			if err := p.commit(); err != nil {
+			if err := p.commitJudged(); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// commitJudged commits once the first lines have had their verdict (a
+// verdict against them ends Replay before).
+func (p *Pipeline) commitJudged() error {
+	if !p.judged {
+		return nil // held until the verdict
+	}
+	return p.commit()
+}
+
+// finishJudged ends a replay: the verdict, if it is not in yet, on all the
+// lines read, then the last commit.
+func (p *Pipeline) finishJudged() error {
+	if _, bad := p.judge(true, false); bad != nil {
+		p.publish()
+		return bad
+	}
+	return p.finish()
 }
 
 // result is what one chunk's lines amount to, ready to apply: parsing is

@@ -33,8 +33,8 @@ type Checkpoint interface {
 // exactly from the per-second state that a previous run's commits kept, and,
 // for the older part of the window that only a replay wrote (replay keeps
 // no per-second state), to the minute from the stored minutes: each such
-// minute counts in its last second, and so leaves the window up to a minute
-// early.
+// minute counts in its last second, or in the window's last second if the
+// minute is not over yet, and so leaves the window up to a minute early.
 func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) (*window.Window, error) {
 	end := now
 	if anchor == AnchorLog {
@@ -62,8 +62,8 @@ func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) 
 		return nil, err
 	}
 	for _, m := range minutes {
-		if m.Time.Unix()+59 >= exactFrom {
-			continue
+		if m.Time.Unix() >= exactFrom {
+			continue // the stored seconds hold it
 		}
 		visitors, _, err := store.MinuteVisitors(m.Time)
 		if err != nil {

@@ -147,3 +147,21 @@ func TestRestoreEmpty(t *testing.T) {
 		t.Errorf("empty store, on the clock: window %s, want an empty one ending now", snapshotText(s))
 	}
 }
+
+// TestRestoreCurrentMinute: lines a replay stored in the minute that is not
+// over yet are in the window that run restores on the clock. Their minute
+// ends after now, so they count at the window's last second.
+func TestRestoreCurrentMinute(t *testing.T) {
+	store := openStore(t)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, chunk(0, 0, 30)) // t0 .. t0+29s
+	now := t0.Add(40 * time.Second)
+
+	w, err := Restore(store, wcfg, AnchorClock, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Current(); s.Requests != 30 || s.PageViews != 30 || s.Visitors != 20 {
+		t.Errorf("restored window: %s; want the 30 lines of the current minute", snapshotText(s))
+	}
+}

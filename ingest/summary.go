@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/logtally/logtally"
 )
 
 // Summary is what a replay did, as `logtally replay` reports it.
@@ -16,6 +18,10 @@ type Summary struct {
 	Rejected int64            // lines rejected
 	ByReason map[string]int64 // rejected lines by reason
 	Elapsed  time.Duration
+	// Kept is how many lines the store counted in minutes, hours and days:
+	// a line older than a resolution's retention counts only in the
+	// coarser ones.
+	Kept logtally.Kept
 }
 
 // Summary returns what the pipeline has done so far as the summary of a
@@ -41,6 +47,14 @@ func (s Summary) String() string {
 			}
 		}
 		fmt.Fprintf(&b, "rejected by reason: %s\n", strings.Join(parts, ", "))
+	}
+	switch k := s.Kept; {
+	case k == logtally.Kept{}:
+	case k.Minutes == k.Hours && k.Hours == k.Days:
+		fmt.Fprintf(&b, "kept: %d lines in minutes, hours and days\n", k.Minutes)
+	default:
+		fmt.Fprintf(&b, "kept: %d lines in minutes, %d in hours, %d in days (lines older than a resolution's --keep-* span, back from the newest line stored, count only in the coarser ones)\n",
+			k.Minutes, k.Hours, k.Days)
 	}
 	return b.String()
 }

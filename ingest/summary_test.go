@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally"
 )
 
 func TestSummaryString(t *testing.T) {
@@ -18,6 +20,12 @@ func TestSummaryString(t *testing.T) {
 			ByReason: map[string]int64{"line too long": 1, "line does not match format": 3, "other": 0}},
 			"replay: 2 files, 400 lines read, 396 parsed, 4 rejected in 2.00s (200 lines/s)\n" +
 				"rejected by reason: line does not match format: 3, line too long: 1\n"},
+		{"kept everywhere", Summary{Files: 1, Lines: 10, Parsed: 10, Elapsed: time.Second, Kept: logtally.Kept{Minutes: 10, Hours: 10, Days: 10}},
+			"replay: 1 files, 10 lines read, 10 parsed, 0 rejected in 1.00s (10 lines/s)\n" +
+				"kept: 10 lines in minutes, hours and days\n"},
+		{"older than minutes", Summary{Files: 1, Lines: 10, Parsed: 10, Elapsed: time.Second, Kept: logtally.Kept{Minutes: 4, Hours: 10, Days: 10}},
+			"replay: 1 files, 10 lines read, 10 parsed, 0 rejected in 1.00s (10 lines/s)\n" +
+				"kept: 4 lines in minutes, 10 in hours, 10 in days (lines older than a resolution's --keep-* span, back from the newest line stored, count only in the coarser ones)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

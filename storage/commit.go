@@ -16,15 +16,13 @@ import (
 // and day deltas, per-path counts (to the path log), the live window's
 // seconds and the file positions. On error nothing of the batch is stored
 // and the batch is left as it was, so that it can be committed again.
+//
+// A minute, hour or day older than its retention, counted back from the
+// newest line stored (this batch's included), is not written: its lines
+// count in the coarser resolutions that keep them.
 func (s *Store) Commit(b *logtally.Batch) error {
 	now := s.now()
-	minuteFloor := logtally.FloorDiv(now.Add(-s.cfg.MinuteRetention).Unix(), 60)
-	hourFloor := logtally.FloorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)
-	var dayFloor []byte
-	if s.cfg.DayRetention > 0 {
-		dayFloor = dayKey(now.Add(-s.cfg.DayRetention), s.loc)
-	}
-
+	var kept logtally.Kept
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	sc := &s.scratch
@@ -41,6 +39,11 @@ func (s *Store) Commit(b *logtally.Batch) error {
 		for minute, d := range b.Minutes() {
 			minutes, deltas = append(minutes, minute), append(deltas, d)
 		}
+		f, err := s.advanceFloors(tx, minutes, deltas)
+		if err != nil {
+			return nil, err
+		}
+		kept = logtally.Kept{}
 		for i, minute := range minutes {
 			d := deltas[i]
 			prepare(d, sc)
@@ -56,35 +59,38 @@ func (s *Store) Commit(b *logtally.Batch) error {
 				(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.loc)) != day) {
 				dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
 			}
-			if minute < minuteFloor {
+			if minute < f.minute {
 				continue // its rollups are kept, the minute itself has expired
 			}
 			if err := s.commitMinute(tx, minute, d, sc.top); err != nil {
 				return nil, err
 			}
+			kept.Minutes += d.Requests
 		}
 		hb := s.bucket(tx, bucketHours)
 		for _, hour := range slices.Sorted(maps.Keys(hours)) {
-			if hour < hourFloor {
+			if hour < f.hour {
 				continue
 			}
 			if err := mergeRollup(hb, u64(uint64(hour)), hours[hour]); err != nil {
 				return nil, fmt.Errorf("hour %d: %w", hour, err)
 			}
+			kept.Hours += hours[hour].Requests
 		}
 		db := s.bucket(tx, bucketDays)
 		for _, day := range slices.Sorted(maps.Keys(days)) {
-			if dayFloor != nil && day < string(dayFloor) {
+			if uint32Key([]byte(day)) < f.day {
 				continue
 			}
 			if err := mergeRollup(db, []byte(day), days[day]); err != nil {
 				return nil, fmt.Errorf("day %x: %w", day, err)
 			}
+			kept.Days += days[day].Requests
 		}
 		if err := s.commitSeconds(tx, b); err != nil {
 			return nil, err
 		}
-		ch, err := s.logPaths(tx, b, dayPaths, now)
+		ch, err := s.logPaths(tx, b, dayPaths, f.dayPaths)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +111,30 @@ func (s *Store) Commit(b *logtally.Batch) error {
 	for minute := range b.Minutes() {
 		s.touched[minute] = now
 	}
+	s.kept.Minutes, s.kept.Hours, s.kept.Days = s.kept.Minutes+kept.Minutes, s.kept.Hours+kept.Hours, s.kept.Days+kept.Days
 	return nil
+}
+
+// advanceFloors moves the newest line stored to the newest of a batch's
+// minutes with a request, and returns the retention floors that follow.
+func (s *Store) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.Delta) (floors, error) {
+	for i := len(minutes) - 1; i >= 0; i-- {
+		if deltas[i].Requests > 0 {
+			if err := s.advance(tx, minutes[i]); err != nil {
+				return floors{}, err
+			}
+			break
+		}
+	}
+	return s.floors(tx), nil
+}
+
+// Kept returns how many lines the commits since Open counted in minutes,
+// hours and days.
+func (s *Store) Kept() logtally.Kept {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.kept
 }
 
 // rollup adds a minute's delta to the hour or day record it belongs to.

@@ -9,7 +9,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
@@ -398,6 +397,44 @@ func (l *pathLog) counts(txID int, paths []string, fn func(i int, day uint32, n 
 	return true
 }
 
+// dayCounts calls fn with every pending path count of the days that want
+// says, that the file seen by read transaction txID holds in its log; it
+// reports false, as counts does, if the counts have moved past that file.
+// path is only valid during the call.
+func (l *pathLog) dayCounts(txID int, want func(day uint32) bool, fn func(path string, n int64)) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if txID < l.applied {
+		return false
+	}
+	next := l.next
+	if next != nil && txID < l.nextTx {
+		next = nil // the file is from before it
+	}
+	if next != nil && next.compacted {
+		return true // the file holds the whole log in its shards
+	}
+	for day, pd := range l.days {
+		if want(day) {
+			for i, n := range pd.views {
+				if n != 0 {
+					fn(l.dict.names[i], n)
+				}
+			}
+		}
+	}
+	if next != nil {
+		for _, d := range next.days {
+			if want(d.day) {
+				for _, pc := range d.paths {
+					fn(pc.Path, pc.PageViews)
+				}
+			}
+		}
+	}
+	return true
+}
+
 // wantsCompaction reports whether the log has grown past its soft bounds.
 // The bound in bytes follows the size of the shards a compaction rewrites,
 // between compactMinBytes and compactSoftBytes: each compaction then
@@ -632,13 +669,13 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 // log in the same transaction when the log is past a hard bound, or when
 // late lines (of days already folded into the all-time totals, which only
 // compaction adds them to) may reach the all-time cap: pending counts are
-// final only while nothing is capped at compaction.
-func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now time.Time) (*logChange, error) {
+// final only while nothing is capped at compaction. Days before floor are
+// past the retention of per-day page counts.
+func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, floor uint32) (*logChange, error) {
 	l := s.log
 	counters := s.bucket(tx, bucketCounters)
 	lb := s.bucket(tx, bucketPathLog)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
 	nb := &s.scratch.numbers
 	nb.start(&l.dict, b.Paths())
 	l.uses++
@@ -702,7 +739,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, now ti
 	}
 	if inline {
 		// The compaction merges this commit's paths too: none is numbered.
-		c, err := s.compactTx(tx, now, ch)
+		c, err := s.compactTx(tx, ch)
 		if err != nil {
 			return nil, err
 		}
@@ -825,13 +862,13 @@ func (l *pathLog) loadSet(dayPaths *bolt.Bucket, prefix []byte, pd *pendingDay) 
 // into the all-time totals if the day is folded into them already. The sum
 // merged is the log's counts, plus extra: the change of the commit running
 // it, which the counts do not hold yet.
-func (s *Store) compactTx(tx *bolt.Tx, now time.Time, extra *logChange) (*logChange, error) {
+func (s *Store) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
 	l := s.log
 	ch := &logChange{compacted: true}
 	lb := s.bucket(tx, bucketPathLog)
 	counters := s.bucket(tx, bucketCounters)
 	folded := uint32Key(counters.Get(keyFolded))
-	floor := uint32Key(dayKey(now.Add(-s.cfg.HourRetention), s.loc))
+	floor := s.floors(tx).dayPaths
 	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
 
 	var days []uint32
@@ -941,8 +978,7 @@ func (s *Store) compact(ctx context.Context) error {
 	if len(s.log.days) == 0 {
 		return nil
 	}
-	now := s.now()
-	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) { return s.compactTx(tx, now, nil) })
+	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) { return s.compactTx(tx, nil) })
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}

@@ -184,9 +184,8 @@ var allTimePrefix = []byte{}
 func (s *Store) foldDay(day []byte) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	now := s.now()
 	return s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
-		ch, err := s.compactTx(tx, now, nil)
+		ch, err := s.compactTx(tx, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -15,62 +14,100 @@ import (
 // that pruning never holds the write lock for long.
 const pruneBatch = 1000
 
+// Pruned is what one pruning pass deleted of one kind of history.
+type Pruned struct {
+	What     string        // minutes, hours, days, or "per-day page counts"
+	Count    int           // minutes, hours or days deleted
+	From, To time.Time     // the first and the last of them
+	KeptFrom time.Time     // the oldest kept: where the retention starts
+	Keep     time.Duration // the retention that expired them
+}
+
 // Prune compacts the path log, folds finished days into the all-time path
 // totals, and deletes expired data in small transactions: minutes past the
 // minute retention, hours and per-day path counts past the hour retention,
-// days past the day retention, and the exact visitor sets of minutes further
-// than ExactVisitorsSpan behind the newest minute. It returns how many keys
-// it deleted.
-func (s *Store) Prune(ctx context.Context) (int, error) {
+// days past the day retention, each counted back from the newest line
+// stored (see retention.go), and the exact visitor sets of minutes further
+// than ExactVisitorsSpan behind the newest minute. It returns what it
+// deleted of each resolution, leaving out the visitor sets, which only turn
+// exact counts into kept ones.
+func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 	now := s.now()
+	var f floors
+	if err := s.db.View(func(tx *bolt.Tx) error { f = s.floors(tx); return nil }); err != nil {
+		return nil, err
+	}
+	r := s.Retention()
 	type job struct {
-		name []byte
-		end  []byte // delete keys before this
+		what   string
+		name   []byte
+		end    []byte // delete keys before this
+		prefix int    // key bytes that name one minute, hour or day
+		unit   func(k []byte) time.Time
+		keep   time.Duration
 	}
-	jobs := []job{
-		{bucketMinutes, minuteKey(now.Add(-s.cfg.MinuteRetention))},
-		{bucketHours, u64(uint64(logtally.FloorDiv(now.Add(-s.cfg.HourRetention).Unix(), 3600)))},
-		{bucketDayPaths, dayKey(now.Add(-s.cfg.HourRetention), s.loc)},
+	var jobs []job
+	if f.minute > 0 {
+		jobs = append(jobs, job{"minutes", bucketMinutes, u64(uint64(f.minute)), 8, minuteTime, r.Minutes})
 	}
-	if s.cfg.DayRetention > 0 {
-		jobs = append(jobs, job{bucketDays, dayKey(now.Add(-s.cfg.DayRetention), s.loc)})
+	if f.hour > 0 {
+		jobs = append(jobs, job{"hours", bucketHours, u64(uint64(f.hour)), 8, hourTime, r.Hours},
+			job{"per-day page counts", bucketDayPaths, dayBytes(f.dayPaths), 4, s.dayTime, r.Hours})
+	}
+	if f.day > 0 {
+		jobs = append(jobs, job{"days", bucketDays, dayBytes(f.day), 4, s.dayTime, r.Days})
 	}
 	if err := s.compact(ctx); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := s.foldDays(dayKey(now, s.loc)); err != nil {
-		return 0, err
+		return nil, err
 	}
 	last, ok, err := s.Last()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	total := 0
 	if ok {
-		n, err := s.compactVisitors(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now)
-		total += n
-		if err != nil {
-			return total, err
+		if _, err := s.compactVisitors(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now); err != nil {
+			return nil, err
 		}
 	}
+	var out []Pruned
 	for _, j := range jobs {
-		n, err := s.deleteAllBefore(ctx, j.name, j.end, nil)
-		total += n
+		p := Pruned{What: j.what, KeptFrom: j.unit(j.end), Keep: j.keep}
+		var prev []byte
+		_, err := s.deleteAllBefore(ctx, j.name, j.end, nil, func(k []byte) {
+			if prev != nil && bytes.Equal(prev[:j.prefix], k[:j.prefix]) {
+				return
+			}
+			if p.Count == 0 {
+				p.From = j.unit(k)
+			}
+			p.Count++
+			p.To = j.unit(k)
+			prev = k
+		})
+		if p.Count > 0 {
+			out = append(out, p)
+		}
 		if err != nil {
-			return total, err
+			return out, err
 		}
 	}
-	return total, nil
+	return out, nil
 }
 
 // deleteBefore deletes up to pruneBatch keys before end from a site bucket,
-// passing over those keep says to keep (keep may be nil). Keys are collected
-// first and deleted after, as a bbolt cursor must not see its bucket change.
-func (s *Store) deleteBefore(name, end []byte, keep func(k []byte) bool) (int, error) {
+// passing over those keep says to keep (keep may be nil), and calls deleted
+// (if not nil) with each key it deleted, in order, once they are. Keys are
+// collected first and deleted after, as a bbolt cursor must not see its
+// bucket change.
+func (s *Store) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted func(k []byte)) (int, error) {
 	n := 0
+	var keys [][]byte
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := s.bucket(tx, name)
-		var keys [][]byte
+		keys = keys[:0]
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0 && len(keys) < pruneBatch; k, _ = c.Next() {
 			if keep == nil || !keep(k) {
@@ -85,6 +122,11 @@ func (s *Store) deleteBefore(name, end []byte, keep func(k []byte) bool) (int, e
 		n = len(keys)
 		return nil
 	})
+	if err == nil && deleted != nil {
+		for _, k := range keys {
+			deleted(k)
+		}
+	}
 	return n, err
 }
 
@@ -107,17 +149,18 @@ func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) 
 	}
 	s.writeMu.Unlock()
 	keep := func(k []byte) bool { return recent[int64(binary.BigEndian.Uint64(k))] }
-	return s.deleteAllBefore(ctx, bucketVisitors, end, keep)
+	return s.deleteAllBefore(ctx, bucketVisitors, end, keep, nil)
 }
 
-// deleteAllBefore deletes keys before end in transactions of pruneBatch.
-func (s *Store) deleteAllBefore(ctx context.Context, name, end []byte, keep func([]byte) bool) (int, error) {
+// deleteAllBefore deletes keys before end in transactions of pruneBatch,
+// calling deleted as deleteBefore does.
+func (s *Store) deleteAllBefore(ctx context.Context, name, end []byte, keep func([]byte) bool, deleted func([]byte)) (int, error) {
 	total := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		n, err := s.deleteBefore(name, end, keep)
+		n, err := s.deleteBefore(name, end, keep, deleted)
 		total += n
 		if err != nil || n < pruneBatch {
 			return total, err
@@ -125,16 +168,15 @@ func (s *Store) deleteAllBefore(ctx context.Context, name, end []byte, keep func
 	}
 }
 
-// RunPruner prunes every interval until ctx is done, and compacts the path
-// log whenever a commit finds it has grown past its soft bounds.
+// RunPruner prunes every interval until ctx is done, logging what each
+// pass deleted, and compacts the path log whenever a commit finds it has
+// grown past its soft bounds.
 func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+		if err := s.PruneLogged(ctx, log); err != nil && ctx.Err() == nil {
 			log.Warn("prune", "err", err)
-		} else if n > 0 {
-			log.Debug("pruned", "keys", n)
 		}
 		for waiting := true; waiting; {
 			select {
@@ -149,4 +191,16 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 			}
 		}
 	}
+}
+
+// PruneLogged prunes once, and logs what it deleted: nothing is deleted
+// without a log line that says what, from when to when, and why.
+func (s *Store) PruneLogged(ctx context.Context, log *slog.Logger) error {
+	pruned, err := s.Prune(ctx)
+	for _, p := range pruned {
+		log.Info("pruned history past its retention", "what", p.What, "deleted", p.Count,
+			"from", p.From.Format(time.RFC3339), "to", p.To.Format(time.RFC3339),
+			"kept_from", p.KeptFrom.Format(time.RFC3339), "keep", FormatSpan(p.Keep))
+	}
+	return err
 }

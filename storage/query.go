@@ -57,7 +57,8 @@ func (s *Store) Last() (t time.Time, ok bool, err error) {
 // step containing to. Steps under an hour come from minutes, 1h from hours,
 // 1d from days in the store's zone. Visitors per point are the distinct
 // visitors within that step: exact for a one-minute step unless the minute
-// says otherwise, estimated by merging sketches for longer steps.
+// says otherwise, estimated by merging sketches for longer steps. KeptFrom
+// says from which step on the retention holds everything.
 func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
 	out := logtally.Series{Step: step}
 	if to.Before(from) {
@@ -110,6 +111,9 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 	}
 	merge := step != time.Minute && bytes.Equal(name, bucketMinutes)
 	err := s.db.View(func(tx *bolt.Tx) error {
+		if t, ok := s.keptFromStep(tx, step); ok {
+			out.KeptFrom = t
+		}
 		return scan(s.bucket(tx, name), lo, hi, merge, func(k []byte, r *record) {
 			i := index(keyTime(k))
 			if i < 0 {
@@ -118,6 +122,10 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 			b := &bins[i]
 			b.p.Requests += r.Requests
 			b.p.PageViews += r.PageViews
+			b.p.Bytes += r.Bytes
+			for c, n := range r.Status {
+				b.p.Status[c] += n
+			}
 			out.Approximate = out.Approximate || r.Approximate
 			if !merge {
 				b.p.Visitors += r.Visitors
@@ -154,7 +162,7 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount,
 		out[i].Path = p
 	}
 	dk := dayKey(day, s.loc)
-	floor := uint32Key(dayKey(s.now().Add(-s.cfg.HourRetention), s.loc))
+	var floor uint32
 	// The path log's counts are paired with the file the transaction sees;
 	// if they have moved past it, a newer transaction is opened.
 	var tx *bolt.Tx
@@ -165,6 +173,7 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount,
 			return nil, err
 		}
 		folded = uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
+		floor = s.floors(tx).dayPaths
 		inStep := s.log.counts(tx.ID(), paths, func(i int, d uint32, n int64) {
 			if d >= floor || d <= folded { // as compaction will count it
 				out[i].Total += n

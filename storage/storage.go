@@ -22,18 +22,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // SchemaVersion is the layout version this code reads and writes. Version 2
 // added the path log; Open upgrades a version 1 file by adding it empty,
 // after which a version 1 program refuses the file rather than miss the
-// page views the log holds.
-const SchemaVersion = 2
+// page views the log holds. Version 3 stores the retention in force and the
+// newest line's time, which retention follows (see retention.go); a version
+// 2 program, which prunes by the clock, refuses it rather than delete what
+// the stored retention keeps.
+const SchemaVersion = 3
 
 // DefaultSite is the site all data belongs to until several sites are served.
 const DefaultSite = "default"
@@ -42,6 +47,8 @@ const DefaultSite = "default"
 //
 //	meta/schema                     uint64 SchemaVersion
 //	meta/salt                       uint64 visitor-hash salt, chosen at creation
+//	meta/retention                  the retention in force: minutes, hours,
+//	                                days, 3 x uint64 seconds (0: forever)
 //	positions/<file id>             uint64 offset after the last committed line
 //	sites/<site>/minutes/<minute>   record (unix minute, uint64)
 //	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
@@ -53,7 +60,9 @@ const DefaultSite = "default"
 //	sites/<site>/pathlog/<yyyymmdd><seq>     page views per path of a day, as
 //	                                committed and not yet compacted (seq uint64)
 //	sites/<site>/counters/<name>    bookkeeping: distinct paths per day and
-//	                                all-time (uvarint), last day folded
+//	                                all-time (uvarint), last day folded, the
+//	                                newest line's minute, from when each
+//	                                resolution is held whole (retention.go)
 //	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
 var (
 	bucketMeta      = []byte("meta")
@@ -84,6 +93,10 @@ var (
 	ErrSchema = errors.New("unsupported database schema")
 	// ErrCorrupt means a stored value cannot be decoded.
 	ErrCorrupt = errors.New("corrupt database value")
+	// ErrLocked means another process has the file open for writing (a
+	// running logtally): bbolt lets one process at a time open a file,
+	// whether to read or to write.
+	ErrLocked = errors.New("the file is in use by another process, such as a running logtally")
 )
 
 // Config configures the store: plain values. Zero limits and retentions
@@ -98,9 +111,22 @@ type Config struct {
 	MaxPaths    int // distinct paths with an all-time count; the rest go to logtally.OtherPath
 	MaxDayPaths int // distinct paths with a count per day; the rest go to logtally.OtherPath
 
-	MinuteRetention time.Duration // minutes older than this are pruned
-	HourRetention   time.Duration // hours and per-day path counts older than this are pruned
-	DayRetention    time.Duration // days older than this are pruned; 0 keeps them
+	// MinuteRetention, HourRetention and DayRetention are how long minutes,
+	// hours (and per-day path counts) and days are kept, back from the
+	// newest line stored; Forever keeps them, zero takes the default. A
+	// span shorter than the one stored in the file is only taken with
+	// ApplyRetention (see retention.go).
+	MinuteRetention time.Duration
+	HourRetention   time.Duration
+	DayRetention    time.Duration
+	// ApplyRetention takes retention spans shorter than the stored ones,
+	// deleting what they expire, rather than keeping the stored ones.
+	ApplyRetention bool
+	// Salt, if not zero, is the visitor-hash salt of a file created now;
+	// zero draws one at random, as a real file wants: whoever knows the
+	// salt can test guesses of addresses against the stored hashes. Tests
+	// fix it, so that sketch estimates come out the same every run.
+	Salt uint64
 	// ExactVisitorsSpan is how far behind the newest stored minute a minute
 	// keeps its exact visitor set. A line later than that can only add to
 	// the minute's sketch, and the minute's visitors become approximate.
@@ -116,6 +142,7 @@ func DefaultConfig() Config {
 		MaxDayPaths:       100_000,
 		MinuteRetention:   14 * 24 * time.Hour,
 		HourRetention:     400 * 24 * time.Hour,
+		DayRetention:      Forever,
 		ExactVisitorsSpan: 2 * time.Hour,
 	}
 }
@@ -124,14 +151,26 @@ func DefaultConfig() Config {
 // values as their defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	d := DefaultConfig()
-	fs.StringVar(&c.Path, "db", d.Path, "database `file` (created if missing)")
-	fs.StringVar(&c.TZ, "tz", d.TZ, "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
-	fs.DurationVar(&c.MinuteRetention, "keep-minutes", d.MinuteRetention, "how long per-minute history is kept")
-	fs.DurationVar(&c.HourRetention, "keep-hours", d.HourRetention, "how long hourly history and per-day page counts are kept")
-	fs.DurationVar(&c.DayRetention, "keep-days", d.DayRetention, "how long daily history is kept (0: forever)")
+	c.RegisterReadFlags(fs)
+	fs.Lookup("db").Usage = "database `file` (created if missing)"
+	c.MinuteRetention, c.HourRetention, c.DayRetention = d.MinuteRetention, d.HourRetention, d.DayRetention
+	const back = ", back from the newest line stored, as a `span` such as 30d, 2w or 720h (0: forever)"
+	fs.Var(spanValue{&c.MinuteRetention}, "keep-minutes", "how long per-minute history is kept"+back)
+	fs.Var(spanValue{&c.HourRetention}, "keep-hours", "how long hourly history and per-day page counts are kept"+back)
+	fs.Var(spanValue{&c.DayRetention}, "keep-days", "how long daily history is kept"+back)
+	fs.BoolVar(&c.ApplyRetention, "apply-retention", false,
+		"take --keep-* spans shorter than those stored in the database, deleting what they expire (without it the stored ones stay in force)")
 	fs.IntVar(&c.TopPages, "minute-top-pages", d.TopPages, "top pages stored per minute")
 	fs.IntVar(&c.MaxPaths, "max-stored-paths", d.MaxPaths, "distinct paths with an all-time count; more are counted as "+logtally.OtherPath)
 	fs.IntVar(&c.MaxDayPaths, "max-day-paths", d.MaxDayPaths, "distinct paths counted per day; more are counted as "+logtally.OtherPath)
+}
+
+// RegisterReadFlags registers the flags of a program that only reads the
+// store: the file and the zone of its days.
+func (c *Config) RegisterReadFlags(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	fs.StringVar(&c.Path, "db", d.Path, "database `file`")
+	fs.StringVar(&c.TZ, "tz", d.TZ, "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
 }
 
 // Validate checks the configuration. It changes nothing.
@@ -204,6 +243,9 @@ type Store struct {
 	writeMu sync.Mutex
 	scratch scratch
 	touched map[int64]time.Time // minute -> when a commit last wrote it
+	kept    logtally.Kept       // lines committed to each resolution since Open
+
+	held []Held // spans kept longer than asked, decided at Open
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
@@ -219,9 +261,9 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := openBolt(cfg.Path, &bolt.Options{Timeout: time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+		return nil, err
 	}
 	// bbolt grows the file to its whole mapping (a power of two) up to
 	// AllocSize, 16 MiB by default, and by AllocSize past it: a small
@@ -231,7 +273,13 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	db.AllocSize = allocSize
 	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, log: newPathLog(),
 		commit: (*bolt.Tx).Commit, touched: make(map[int64]time.Time)}
-	if err := db.Update(s.init); err != nil {
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := s.init(tx); err != nil {
+			return err
+		}
+		return s.settleRetention(tx)
+	})
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
@@ -246,23 +294,22 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 // init checks the schema of an existing file, or lays out a new one.
 func (s *Store) init(tx *bolt.Tx) error {
 	if meta := tx.Bucket(bucketMeta); meta != nil {
-		v := meta.Get(keySchema)
-		if len(v) != 8 || (binary.BigEndian.Uint64(v) != SchemaVersion && binary.BigEndian.Uint64(v) != 1) {
-			return fmt.Errorf("%w: found %x, want %d", ErrSchema, v, SchemaVersion)
+		version, err := s.check(tx)
+		if err != nil {
+			return err
 		}
-		salt := meta.Get(keySalt)
-		if len(salt) != 8 {
-			return fmt.Errorf("salt: %w", ErrCorrupt)
-		}
-		s.salt = binary.BigEndian.Uint64(salt)
 		site := tx.Bucket(bucketSites).Bucket(site)
-		if site == nil {
-			return fmt.Errorf("site %s missing: %w", site, ErrCorrupt)
-		}
-		if binary.BigEndian.Uint64(v) == 1 {
+		if version == 1 {
 			if _, err := site.CreateBucket(bucketPathLog); err != nil {
 				return err
 			}
+		}
+		if version <= 2 {
+			if err := s.upgradeRetention(tx); err != nil {
+				return err
+			}
+		}
+		if version != SchemaVersion {
 			return meta.Put(keySchema, u64(SchemaVersion))
 		}
 		return nil
@@ -276,6 +323,9 @@ func (s *Store) init(tx *bolt.Tx) error {
 	}
 	var salt [8]byte
 	rand.Read(salt[:])
+	if s.cfg.Salt != 0 {
+		binary.BigEndian.PutUint64(salt[:], s.cfg.Salt)
+	}
 	s.salt = binary.BigEndian.Uint64(salt[:])
 	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
 		return err
@@ -300,6 +350,88 @@ func (s *Store) init(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// check reads the schema version and the salt of an existing file.
+func (s *Store) check(tx *bolt.Tx) (version uint64, err error) {
+	meta := tx.Bucket(bucketMeta)
+	v := meta.Get(keySchema)
+	if len(v) == 8 {
+		version = binary.BigEndian.Uint64(v)
+	}
+	if version < 1 || version > SchemaVersion {
+		return 0, fmt.Errorf("%w: found %x, want %d", ErrSchema, v, SchemaVersion)
+	}
+	salt := meta.Get(keySalt)
+	if len(salt) != 8 {
+		return 0, fmt.Errorf("salt: %w", ErrCorrupt)
+	}
+	s.salt = binary.BigEndian.Uint64(salt)
+	if tx.Bucket(bucketSites) == nil || tx.Bucket(bucketSites).Bucket(site) == nil {
+		return 0, fmt.Errorf("site %s missing: %w", site, ErrCorrupt)
+	}
+	return version, nil
+}
+
+// openBolt opens a bbolt file, saying so when another process holds it.
+func openBolt(path string, opts *bolt.Options) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, opts)
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w (waited %s for its lock)", path, ErrLocked, opts.Timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// OpenReadOnly opens the database cfg.Path to read it, waiting up to
+// timeout for its lock: a running logtally holds the file, and bbolt lets
+// no other process open it while it does (ErrLocked). Nothing is written:
+// a file of an older schema is read as it is, and the retention in force
+// is the stored one.
+func OpenReadOnly(cfg Config, timeout time.Duration) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	loc, err := cfg.Location()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.Path); err != nil {
+		return nil, err // bbolt would create it
+	}
+	db, err := openBolt(cfg.Path, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: time.Now, db: db, log: newPathLog(),
+		touched: make(map[int64]time.Time)}
+	err = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil {
+			return fmt.Errorf("%w: no schema version", ErrSchema)
+		}
+		version, err := s.check(tx)
+		if err != nil {
+			return err
+		}
+		if v := tx.Bucket(bucketMeta).Get(keyRetention); v != nil {
+			r, err := decodeRetention(v)
+			if err != nil {
+				return err
+			}
+			s.cfg.MinuteRetention, s.cfg.HourRetention, s.cfg.DayRetention = r.Minutes, r.Hours, r.Days
+		}
+		if version == 1 {
+			return nil // no path log
+		}
+		return s.log.load(tx, s.bucket(tx, bucketPathLog))
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	}
+	return s, nil
 }
 
 // Close closes the database.

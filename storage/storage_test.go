@@ -246,40 +246,6 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	}
 }
 
-func TestRetention(t *testing.T) {
-	now := t0.Add(30 * 24 * time.Hour)
-	clock := now
-	s := mustOpenAt(t, Config{MinuteRetention: 14 * 24 * time.Hour, HourRetention: 20 * 24 * time.Hour,
-		DayRetention: 25 * 24 * time.Hour}, func() time.Time { return clock })
-	day := int64(24 * 3600)
-	// Written before the clock moved, as if stored long ago.
-	clock = t0
-	commit(t, s, func(b *logtally.Batch) {
-		for _, d := range []int64{0, 6, 12, 20} { // 30, 24, 18 and 10 days before now
-			addHit(b, page(d*day, 1, "/"), 200, 0, false)
-		}
-	})
-	clock = now
-	if _, err := s.Prune(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	all := t0.Add(-time.Hour)
-	minutes, _ := s.Minutes(all, now)
-	hours, _ := s.hours(all, now)
-	days, _ := s.days(all, now)
-	if len(minutes) != 1 || len(hours) != 2 || len(days) != 3 {
-		t.Errorf("after pruning: %d minutes, %d hours, %d days; want 1, 2, 3", len(minutes), len(hours), len(days))
-	}
-	// New lines older than retention still reach their rollups, not their minute.
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(13*day, 1, "/"), 200, 0, false) })
-	if m, _ := s.Minutes(all, now); len(m) != 1 {
-		t.Errorf("expired minute written: %d minutes", len(m))
-	}
-	if h, _ := s.hours(all, now); len(h) != 3 {
-		t.Errorf("hour of a late line not written: %d hours", len(h))
-	}
-}
-
 func TestPathCountsCapsAndFolding(t *testing.T) {
 	now := fixedNow()
 	s := mustOpenAt(t, Config{MaxPaths: 2, MaxDayPaths: 2}, func() time.Time { return now })
@@ -331,19 +297,23 @@ func TestSeries(t *testing.T) {
 		for i := range int64(20) {
 			// One page view a minute from three visitors, with hashes spread
 			// over 64 bits as real visitor hashes are.
-			addHit(b, page(i*60, uint64(i%3+1)*0x9e3779b97f4a7c15, "/"), 200, 0, false)
+			addHit(b, page(i*60, uint64(i%3+1)*0x9e3779b97f4a7c15, "/"), 200, 100, false)
+			if i%5 == 0 {
+				addHit(b, asset(i*60), 404, 10, false) // a request, not a page view
+			}
 		}
 	})
+	st := func(c2, c4 int64) [5]int64 { return [5]int64{0, c2, 0, c4, 0} }
 	tests := []struct {
 		step   time.Duration
 		points int
 		first  logtally.Point
 		approx bool
 	}{
-		{time.Minute, 20, logtally.Point{Time: t0, Requests: 1, PageViews: 1, Visitors: 1}, false},
-		{5 * time.Minute, 4, logtally.Point{Time: t0, Requests: 5, PageViews: 5, Visitors: 3}, true},
-		{time.Hour, 1, logtally.Point{Time: t0, Requests: 20, PageViews: 20, Visitors: 3}, true},
-		{24 * time.Hour, 1, logtally.Point{Time: t0.Truncate(24 * time.Hour), Requests: 20, PageViews: 20, Visitors: 3}, true},
+		{time.Minute, 20, logtally.Point{Time: t0, Requests: 2, PageViews: 1, Visitors: 1, Status: st(1, 1), Bytes: 110}, false},
+		{5 * time.Minute, 4, logtally.Point{Time: t0, Requests: 6, PageViews: 5, Visitors: 3, Status: st(5, 1), Bytes: 510}, true},
+		{time.Hour, 1, logtally.Point{Time: t0, Requests: 24, PageViews: 20, Visitors: 3, Status: st(20, 4), Bytes: 2040}, true},
+		{24 * time.Hour, 1, logtally.Point{Time: t0.Truncate(24 * time.Hour), Requests: 24, PageViews: 20, Visitors: 3, Status: st(20, 4), Bytes: 2040}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step.String(), func(t *testing.T) {

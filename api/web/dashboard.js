@@ -241,11 +241,14 @@
       $("status-block").hidden = true;
       return;
     }
-    const pts = body.points.map((p) => ({ t: new Date(p.t), requests: p.requests, pageviews: p.pageviews, visitors: p.visitors, status: statusOf(p) }));
+    // A point before kept_from has null counts: its step is not kept, which
+    // is not a zero. It is left out of the lines and shown as such.
+    const pts = body.points.map((p) => ({ t: new Date(p.t), held: p.requests !== null && p.requests !== undefined, requests: p.requests, pageviews: p.pageviews, visitors: p.visitors, status: statusOf(p) }));
+    const held = pts.filter((p) => p.held);
     const W = Math.max(chart.clientWidth, 300);
     const H = Math.max(chart.clientHeight, 150);
     const m = { l: 48, r: 12, t: 10, b: 24 };
-    const max = niceMax(Math.max(0, ...pts.map((p) => Math.max(p.requests, p.pageviews, p.visitors))));
+    const max = niceMax(Math.max(0, ...held.map((p) => Math.max(p.requests, p.pageviews, p.visitors))));
     const x = (i) => m.l + (pts.length > 1 ? (i * (W - m.l - m.r)) / (pts.length - 1) : (W - m.l - m.r) / 2);
     const y = (v) => H - m.b - (v * (H - m.t - m.b)) / max;
     chart.setAttribute("viewBox", `0 0 ${W} ${H}`);
@@ -262,9 +265,14 @@
       nodes.push(svg("text", { x: x(i), y: H - 6, class: "xlabel", "text-anchor": anchor }, tickLabel(pts[i].t)));
     }
     for (const key of ["requests", "pageviews", "visitors"]) {
-      const d = pts.map((p, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(p[key]).toFixed(1)}`).join("");
+      let d = "";
+      let pen = false;
+      pts.forEach((p, i) => {
+        if (p.held) d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(p[key]).toFixed(1)}`;
+        pen = p.held;
+      });
       if (pts.length) nodes.push(svg("path", { d, class: `line ${key}` }));
-      if (pts.length <= 31) for (let i = 0; i < pts.length; i++) nodes.push(svg("circle", { cx: x(i), cy: y(pts[i][key]), r: 2.5, class: `dot ${key}` }));
+      if (pts.length <= 31) pts.forEach((p, i) => { if (p.held) nodes.push(svg("circle", { cx: x(i), cy: y(p[key]), r: 2.5, class: `dot ${key}` })); });
     }
     const cursor = svg("line", { x1: 0, x2: 0, y1: m.t, y2: H - m.b, class: "cursor", visibility: "hidden" });
     nodes.push(cursor);
@@ -272,16 +280,22 @@
 
     let requests = 0, pageviews = 0, peak = 0;
     for (const p of pts) {
-      requests += p.requests;
-      pageviews += p.pageviews;
-      peak = Math.max(peak, p.visitors);
       const tr = el("tr");
-      tr.append(el("th", "", p.t.toLocaleString("en-GB")), el("td", "", String(p.requests)), el("td", "", String(p.pageviews)), el("td", "", String(p.visitors)));
+      tr.append(el("th", "", p.t.toLocaleString("en-GB")));
+      if (p.held) {
+        requests += p.requests;
+        pageviews += p.pageviews;
+        peak = Math.max(peak, p.visitors);
+        tr.append(el("td", "", String(p.requests)), el("td", "", String(p.pageviews)), el("td", "", String(p.visitors)));
+      } else {
+        for (let k = 0; k < 3; k++) tr.append(el("td", "unkept", "not kept"));
+      }
       rows.push(tr);
     }
     $("chart-table").tBodies[0].replaceChildren(...rows);
     const r = RANGES[state.range];
-    summary.textContent = `${r.label[0].toUpperCase()}${r.label.slice(1)}: ${plural(requests, "request", "requests")}, ${plural(pageviews, "page view", "page views")}; at most ${plural(peak, "visitor", "visitors")} in one step${body.approximate_visitors ? " (visitors partly estimated)" : ""}.`;
+    const unkept = held.length < pts.length && body.kept_from ? ` History of this step is kept from ${new Date(body.kept_from).toLocaleString("en-GB")}; earlier steps are not shown.` : "";
+    summary.textContent = `${r.label[0].toUpperCase()}${r.label.slice(1)}: ${plural(requests, "request", "requests")}, ${plural(pageviews, "page view", "page views")}; at most ${plural(peak, "visitor", "visitors")} in one step${body.approximate_visitors ? " (visitors partly estimated)" : ""}.${unkept}`;
 
     const hover = $("chart-hover");
     const show = (ev) => {
@@ -294,7 +308,7 @@
       cursor.setAttribute("x2", x(i));
       cursor.setAttribute("visibility", "visible");
       const when = state.range === "month" ? p.t.toLocaleDateString("en-GB") : `${p.t.toLocaleDateString("en-GB")} ${hhmm(p.t)}`;
-      hover.textContent = `${when}: ${plural(p.requests, "request", "requests")}, ${plural(p.pageviews, "page view", "page views")}, ${plural(p.visitors, "visitor", "visitors")}`;
+      hover.textContent = p.held ? `${when}: ${plural(p.requests, "request", "requests")}, ${plural(p.pageviews, "page view", "page views")}, ${plural(p.visitors, "visitor", "visitors")}` : `${when}: not kept`;
     };
     chart.onmousemove = show;
     chart.onmouseleave = () => {
@@ -308,17 +322,18 @@
   // series has them; it hides the block otherwise.
   function drawStatus(pts, x, W) {
     const block = $("status-block");
-    if (!pts.length || pts.some((p) => !p.status)) {
+    if (!pts.length || pts.some((p) => p.held && !p.status)) {
       block.hidden = true;
       return;
     }
     block.hidden = false;
     const chart = $("status-chart");
     const H = Math.max(chart.clientHeight, 60);
-    const max = Math.max(1, ...pts.map((p) => p.status.reduce((a, b) => a + b, 0)));
+    const max = Math.max(1, ...pts.map((p) => (p.status ? p.status.reduce((a, b) => a + b, 0) : 0)));
     const bw = Math.max(1, (W - 60) / pts.length - 1);
     const nodes = [];
     pts.forEach((p, i) => {
+      if (!p.status) return; // not kept
       let top = H - 4;
       p.status.forEach((n, c) => {
         if (!n) return;
@@ -340,15 +355,13 @@
   }
 
   // loadDay shows the top pages of the chosen day, where the daemon keeps
-  // them (GET /api/v1/pages?from=&to=).
+  // them (GET /api/v1/pages?from=D&to=D: the whole day D in the daemon's
+  // --tz, from its per-day page counts).
   async function loadDay() {
     const v = $("day").value;
     const note = $("day-note");
     if (!v) return;
-    const [yy, mm, dd] = v.split("-").map(Number);
-    const from = new Date(yy, mm - 1, dd);
-    const to = new Date(yy, mm - 1, dd + 1);
-    const body = await getJSON("api/v1/pages", { from: Math.floor(from / 1000), to: Math.floor(to / 1000) - 1, limit: 10 });
+    const body = await getJSON("api/v1/pages", { from: v, to: v, limit: 10 });
     if ($("day").value !== v) return;
     if (!body || !Array.isArray(body.pages)) {
       $("day-pages").replaceChildren();
@@ -358,6 +371,10 @@
     }
     renderPages($("day-pages"), note, body.pages);
     note.textContent = "No page views on this day.";
+    if (body.kept_from) {
+      note.textContent = `Pages are kept from ${new Date(body.kept_from).toLocaleDateString("en-GB")}: this day is not, or not whole.`;
+      note.hidden = false;
+    }
   }
 
   // ---- the daemon's state -------------------------------------------------

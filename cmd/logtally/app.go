@@ -20,6 +20,7 @@ import (
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/report"
 	"github.com/logtally/logtally/status"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
@@ -35,9 +36,11 @@ Usage:
                                     database holds
   logtally replay [flags] FILE...   read FILEs (plain or .gz) to their end,
                                     commit, print a summary and exit
+  logtally report [flags]           print the totals, the days and the top
+                                    pages of a range of days the database holds
   logtally version                  print the version, commit and Go version
 
-Run 'logtally run -h' or 'logtally replay -h' for the flags.
+Run 'logtally run -h', 'logtally replay -h' or 'logtally report -h' for the flags.
 `
 
 // Main is the program: its flags, and everything Run starts and Close stops.
@@ -61,6 +64,7 @@ type Main struct {
 	Ingest ingest.Config
 	API    api.Config
 	Log    LogConfig
+	Report report.Config
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
 	Stdout io.Writer
@@ -111,10 +115,10 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 		return nil
 	}
-	if m.Command != "run" && m.Command != "replay" {
-		err := fmt.Errorf("unknown command %q: the commands are run, replay and version", m.Command)
+	if synopsis[m.Command] == "" {
+		err := fmt.Errorf("unknown command %q: the commands are run, replay, report and version", m.Command)
 		if strings.HasPrefix(m.Command, "-") {
-			err = fmt.Errorf("flag %s before the command: write it after run or replay", m.Command)
+			err = fmt.Errorf("flag %s before the command: write it after run, replay or report", m.Command)
 		}
 		m.Command = ""
 		return m.usageError(err)
@@ -139,6 +143,12 @@ func (m *Main) ParseFlags(args []string) error {
 // check reports flag values and files that cannot work, before anything
 // starts.
 func (m *Main) check() error {
+	if m.Command == "report" {
+		if len(m.Files) > 0 {
+			return fmt.Errorf("report takes no FILE, got %q: it reads the database (--db)", m.Files)
+		}
+		return errors.Join(m.Report.Validate(), m.Store.Validate())
+	}
 	if _, err := m.Log.Logger(io.Discard); err != nil {
 		return err
 	}
@@ -169,11 +179,12 @@ func (m *Main) check() error {
 var synopsis = map[string]string{
 	"run":    "logtally run [flags] [FILE...]",
 	"replay": "logtally replay [flags] FILE...",
+	"report": "logtally report [flags]",
 }
 
 // otherCommand names, for a flag a command does not have, the command that
 // has it.
-var otherCommand = map[string]string{"run": "replay", "replay": "run"}
+var otherCommand = map[string]string{"run": "replay", "replay": "run", "report": "run"}
 
 // flagSet registers the flags of command, and only those, on a new flag
 // set bound to m's configuration. The flag package prints nothing: help and
@@ -182,6 +193,13 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 	fs := flag.NewFlagSet("logtally "+command, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	if command == "report" {
+		// report only reads the database: its file and zone, and what
+		// to report. It logs nothing.
+		m.Store.RegisterReadFlags(fs)
+		m.Report.RegisterFlags(fs)
+		return fs
+	}
 	run := command == "run"
 	m.Store.RegisterFlags(fs)
 	m.Parser.RegisterFlags(fs)
@@ -219,6 +237,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		_, err := io.WriteString(m.Stdout, versionLine())
 		return err
 	}
+	if m.Command == "report" {
+		return m.report()
+	}
 	m.started = m.Now()
 	if m.Logger == nil {
 		if m.Logger, err = m.Log.Logger(m.Stderr); err != nil {
@@ -251,6 +272,7 @@ func (m *Main) open() error {
 	if m.store, err = storage.Open(m.Store, m.Now); err != nil {
 		return err
 	}
+	m.store.LogRetention(m.Logger)
 	rules := m.Rules
 	if !format.HasUserAgent() {
 		rules.NoUserAgent = true
@@ -308,7 +330,7 @@ func (m *Main) serve(report *status.Report) error {
 	}
 	m.listener = ln
 	handler := api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
-		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Logger: m.Logger})
+		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Zone: m.store.Location(), Logger: m.Logger})
 	m.server = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -386,9 +408,48 @@ func (m *Main) replay(ctx context.Context) error {
 	close(chunks)
 	err := errors.Join(readErr, <-m.done)
 	m.done = nil
+	if err == nil {
+		// What the replay moved past its retention goes now, not at the
+		// next run, and the log says what it was.
+		err = m.store.PruneLogged(ctx, m.Logger)
+	}
 	stopProgress()
-	fmt.Fprint(m.Stdout, m.pipeline.Summary(len(m.Files), time.Since(start)))
+	return m.summarize(start, err)
+}
+
+// summarize prints what a replay that started at start did, and returns
+// its error, saying that a replay that failed on its first lines committed
+// nothing.
+func (m *Main) summarize(start time.Time, err error) error {
+	sum := m.pipeline.Summary(len(m.Files), time.Since(start))
+	sum.Kept = m.store.Kept()
+	fmt.Fprint(m.Stdout, sum)
+	if errors.Is(err, ingest.ErrMostlyRejected) {
+		return fmt.Errorf("replay committed nothing: %w", err)
+	}
 	return err
+}
+
+// reportLockWait is how long report waits for the database's lock.
+const reportLockWait = 2 * time.Second
+
+// report prints the report that m.Report asks for, from the database
+// opened read-only: bbolt lets no other process open the file while a
+// running logtally holds it, so report says so and where else to look.
+func (m *Main) report() error {
+	store, err := storage.OpenReadOnly(m.Store, reportLockWait)
+	if errors.Is(err, storage.ErrLocked) {
+		return fmt.Errorf("%w; stop it to report from the file, or ask its API: /api/v1/series?step=1d and /api/v1/pages?from=DAY&to=DAY", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	r, err := report.Build(store, m.Report)
+	if err != nil {
+		return err
+	}
+	return r.Write(m.Stdout, m.Report.Format)
 }
 
 // Addr returns the address the API listens on, once Run has returned.

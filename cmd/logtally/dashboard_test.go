@@ -225,8 +225,7 @@ const (
 // the log are text, and that the page reports no error.
 func TestDashboardInBrowser(t *testing.T) {
 	b := newChrome(t,
-		"/api/v1/sites",       // 404 until sites exist: the selector stays hidden
-		"/api/v1/pages?from=", // 400 until pages by day exist: the panel says so
+		"/api/v1/sites", // 404 until sites exist: the selector stays hidden
 	)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
@@ -242,8 +241,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		`<script>alert("a rejected line")</script>`,
 	)
 	appendLines(t, log, lines...)
-	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", log)
+	// Minutes kept for 30 minutes: the chart of the last hour shows what
+	// it does not hold.
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--keep-minutes", "30m", log)
 	waitFor(t, "the log read", func() bool { return stats(t, m).Requests == 122 })
+	waitFor(t, "the log committed", func() bool { return m.pipeline.Commits() > 0 }) // for the day's pages
 
 	b.run(t, chromedp.Navigate("http://"+m.Addr()+"/"))
 	var st struct {
@@ -290,18 +292,55 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("images:scripts in the page = %s, want 0:1 (only dashboard.js)", n)
 	}
 
-	// The rest of the page: the chart of the last hour by minute, the day
-	// panel saying its history is missing, the followed file, the widget,
-	// and no site selector while there are no sites.
+	// The rest of the page: the chart of the last hour by minute, the top
+	// pages of the day as /api/v1/pages?from=D&to=D has them, the followed
+	// file, the widget, and no site selector while there are no sites.
 	b.waitEval(t, "the chart", `String(document.querySelectorAll("#chart path.line").length)`, "3")
 	if n := b.eval(t, `String(document.querySelectorAll("#chart-table tbody tr").length)`); n != "60" {
 		t.Errorf("chart table has %s rows, want 60 (an hour by minute)", n)
+	}
+	// Steps before kept_from are shown as not kept, not as zeros; the
+	// others carry status classes, drawn as bars.
+	var series struct {
+		Points []struct{ Requests *int64 }
+	}
+	to := clk.Now().Unix() // the window's last second
+	getJSON(t, m, fmt.Sprintf("/api/v1/series?from=%d&to=%d&step=1m", to-59*60, to), &series)
+	unkept := 0
+	for _, p := range series.Points {
+		if p.Requests == nil {
+			unkept++
+		}
+	}
+	if unkept == 0 || unkept == 60 {
+		t.Fatalf("%d of 60 points not kept, want some with --keep-minutes 30m", unkept)
+	}
+	if n := b.eval(t, `String(document.querySelectorAll("#chart-table tbody tr td.unkept").length)`); n != fmt.Sprint(3*unkept) {
+		t.Errorf("%s cells say 'not kept', want %d (3 for each of %d points)", n, 3*unkept, unkept)
+	}
+	if n := b.eval(t, `document.getElementById("status-block").hidden ? "hidden" : String(document.querySelectorAll("#status-chart rect").length > 0)`); n != "true" {
+		t.Errorf("status classes: %s, want bars", n)
 	}
 	for _, r := range []struct{ button, rows string }{{"day", "24"}, {"month", "30"}, {"hour", "60"}} {
 		b.run(t, chromedp.Click(chromedp.CSS(`.tabs button[data-range="`+r.button+`"]`)))
 		b.waitEval(t, "the chart of the "+r.button, `String(document.querySelectorAll("#chart-table tbody tr").length)`, r.rows)
 	}
-	b.waitEval(t, "the day panel", textOf("day-note"), "History of pages not available.")
+	var day pagesBody
+	getJSON(t, m, "/api/v1/pages?from=2026-11-21&to=2026-11-21&limit=10", &day)
+	if len(day.Pages) == 0 {
+		t.Fatal("no pages for the day")
+	}
+	b.waitEval(t, "the day panel", `String(document.querySelectorAll("#day-pages li").length)`, fmt.Sprint(len(day.Pages)))
+	dayShown := evalAs[[]struct{ Path, Count string }](t, b, `[...document.querySelectorAll("#day-pages li")].map(li => ({
+		Path: li.querySelector(".path").textContent, Count: li.querySelector(".count").textContent}))`)
+	for i, p := range day.Pages {
+		if dayShown[i].Path != p.Path || dayShown[i].Count != fmt.Sprint(p.PageViews) {
+			t.Errorf("top page %d of the day shown as %+v, /api/v1/pages?from&to has %+v", i+1, dayShown[i], p)
+		}
+	}
+	if h := b.eval(t, `String(document.getElementById("day-note").hidden)`); h != "true" {
+		t.Errorf("day note shown (%s) beside the day's pages", b.eval(t, textOf("day-note")))
+	}
 	b.waitEval(t, "the followed file", `document.querySelector("#files tbody td").textContent`, log)
 	if h := b.eval(t, `String(document.getElementById("site-picker").hidden)`); h != "true" {
 		t.Errorf("site selector hidden = %s, want true while /api/v1/sites is absent", h)
@@ -339,7 +378,7 @@ func TestDashboardInBrowser(t *testing.T) {
 // a stream (--max-streams 1, and another client holds it): the page polls
 // the cached endpoints instead and still follows the log.
 func TestDashboardFallsBackToPolling(t *testing.T) {
-	b := newChrome(t, "/api/v1/sites", "/api/v1/pages?from=", "/api/v1/events")
+	b := newChrome(t, "/api/v1/sites", "/api/v1/events")
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
@@ -471,7 +510,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	if !*updateScreenshot {
 		t.Skip("writes docs/dashboard.png only with -update-screenshot")
 	}
-	b := newChrome(t, "/api/v1/sites", "/api/v1/pages?from=")
+	b := newChrome(t, "/api/v1/sites")
 	out, err := filepath.Abs(filepath.Join("..", "..", "docs", "dashboard.png"))
 	if err != nil {
 		t.Fatal(err)
@@ -498,7 +537,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	b.waitEval(t, "the figures", `document.getElementById("requests").dataset.value || ""`, "396")
 	b.waitEval(t, "the chart", `String(document.querySelectorAll("#chart path.line").length)`, "3")
 	b.waitEval(t, "the status", `String(document.querySelectorAll("#files tbody tr").length)`, "1")
-	b.waitEval(t, "the day panel", `String(!document.getElementById("day-note").hidden)`, "true")
+	b.waitEval(t, "the day panel", `String(document.querySelectorAll("#day-pages li").length)`, "10")
 	b.run(t, chromedp.Sleep(300*time.Millisecond))
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {

@@ -34,8 +34,14 @@ func TestFlagErrors(t *testing.T) {
 		{"run --log-level loud", "logtally run: --log-level \"loud\": want debug, info, warn or error\nsee 'logtally run --help'\n"},
 		{"run --nginx-conf " + conf, "logtally run: --nginx-conf: " + conf + ": log_format \"main\" not found: bad log format: the file defines upstream, json_logs (choose one with --log-format-name)\nsee 'logtally run --help'\n"},
 		{"replay", "logtally replay: no FILE given: name the logs to read, such as /var/log/nginx/access.log.1\nsee 'logtally replay --help'\n"},
-		{"frob", "logtally: unknown command \"frob\": the commands are run, replay and version\nsee 'logtally --help'\n"},
-		{"--db x.db run", "logtally: flag --db before the command: write it after run or replay\nsee 'logtally --help'\n"},
+		{"frob", "logtally: unknown command \"frob\": the commands are run, replay, report and version\nsee 'logtally --help'\n"},
+		{"--db x.db run", "logtally: flag --db before the command: write it after run, replay or report\nsee 'logtally --help'\n"},
+		{"run --keep-minutes 1000000w", "logtally run: --keep-minutes \"1000000w\": longer than the longest span logtally can represent (106751d, about 292 years): use 0 to keep it forever\nsee 'logtally run --help'\n"},
+		{"replay --keep-days 30 x.log", "logtally replay: --keep-days \"30\": want a span such as 14d, 2w, 720h or 90m, or 0 to keep it forever\nsee 'logtally replay --help'\n"},
+		{"report --site blog", "logtally report: --site \"blog\": this database has one site, default (sites of their own come later)\nsee 'logtally report --help'\n"},
+		{"report --from 17/05/2015", "logtally report: --from \"17/05/2015\": want a day such as 2015-05-17\nsee 'logtally report --help'\n"},
+		{"report --listen :1", "logtally report: unknown flag --listen: it is a flag of 'logtally run', not of 'logtally report'\nsee 'logtally report --help'\n"},
+		{"report x.log", "logtally report: report takes no FILE, got [\"x.log\"]: it reads the database (--db)\nsee 'logtally report --help'\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 func replayCmd(t *testing.T, args ...string) string {
 	t.Helper()
 	m := NewMain()
+	m.Store.Salt = testSalt // reproducible estimates of visitors
 	var out bytes.Buffer
 	m.Stdout, m.Stderr = &out, io.Discard
 	if err := m.ParseFlags(append([]string{"replay"}, args...)); err != nil {

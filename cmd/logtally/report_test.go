@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/report"
+	"github.com/logtally/logtally/storage"
+)
+
+// archive is a generated log of three days and a bit in May 2015:
+//
+//	go run ./cmd/loggen -seed 2 -lines 1000 -start 2015-05-17T00:00:00Z -step 270s -hosts 80 -paths 40 -bad-every 0
+var archive = filepath.Join("..", "..", "testdata", "archive-2015.log")
+
+// reportCmd runs `logtally report args...` and returns what it printed, or
+// its error.
+func reportCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	m := NewMain()
+	var out bytes.Buffer
+	m.Stdout, m.Stderr = &out, io.Discard
+	if err := m.ParseFlags(append([]string{"report"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(context.Background())
+	if cerr := m.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	return out.String(), err
+}
+
+// checkGolden compares got with the golden file testdata/name, or rewrites
+// it with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (rewrite it with -update if the change is right):\n%s", path, lineDiff(string(want), got))
+	}
+}
+
+// lineDiff shows the lines of want and got that differ, by line number.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("line " + strconv.Itoa(i+1) + ":\n  want " + wl + "\n  got  " + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestReportGolden: the report of a replayed archive, in its three forms.
+// With no --from or --to it covers the last days held, from the first with
+// a line.
+func TestReportGolden(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db")
+	replayCmd(t, "--db", db, "--tz", "UTC", archive)
+	for _, f := range []struct{ golden, flag string }{
+		{"report.table.golden", ""}, {"report.json.golden", "--json"}, {"report.csv.golden", "--csv"},
+	} {
+		args := []string{"--db", db, "--tz", "UTC"}
+		if f.flag != "" {
+			args = append(args, f.flag)
+		}
+		got, err := reportCmd(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, f.golden, got)
+	}
+}
+
+// TestReportOfDaysNotKept: days whose daily counts the retention dropped
+// are shown as not kept, and counted in nothing.
+func TestReportOfDaysNotKept(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db")
+	replayCmd(t, "--db", db, "--tz", "UTC", "--keep-days", "2d", archive)
+	got, err := reportCmd(t, "--db", db, "--tz", "UTC", "--from", "2015-05-16", "--to", "2015-05-20", "--pages", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "report-not-kept.table.golden", got)
+}
+
+// TestReportWhileRunning: bbolt lets no other process open the file while
+// a running logtally holds it; report waits for the lock, then says so and
+// where else to look.
+func TestReportWhileRunning(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db")
+	replayCmd(t, "--db", db, "--tz", "UTC", archive)
+	daemon, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil) // as run holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	_, err = reportCmd(t, "--db", db)
+	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "/api/v1/pages?from=DAY&to=DAY") {
+		t.Errorf("report while the file is held: %v, want ErrLocked and where else to look", err)
+	}
+	if waited := time.Since(began); waited < reportLockWait-100*time.Millisecond {
+		t.Errorf("gave up after %s, want %s", waited, reportLockWait)
+	}
+	daemon.Close()
+	if _, err := reportCmd(t, "--db", db); err != nil {
+		t.Errorf("report once the file is free: %v", err)
+	}
+}
+
+func TestReportOfEmptyDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "db")
+	s, err := storage.Open(storage.Config{Path: db}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := reportCmd(t, "--db", db); !errors.Is(err, report.ErrEmpty) {
+		t.Errorf("report of an empty database: %v, want ErrEmpty", err)
+	}
+	if _, err := reportCmd(t, "--db", db+".missing"); err == nil {
+		t.Error("report of a missing file: no error")
+	} else if _, statErr := os.Stat(db + ".missing"); statErr == nil {
+		t.Error("report created the file it was asked to read")
+	}
+}

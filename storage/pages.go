@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/axiomhq/hyperloglog"
+	"github.com/logtally/logtally"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Pages returns the limit most viewed paths of [from, to], taken to the
+// minute: from's minute to to's minute, both included. The whole days of
+// the range (in the store's zone) come from their per-day path counts,
+// which are exact for every path a day admitted (past its cap, the rest is
+// logtally.OtherPath); the rest of the range comes from its minutes, which
+// are exact for the pages each kept (--minute-top-pages), the rest of their
+// page views being counted in Other. Exact says whether everything was.
+// Whatever lies before the kept history of either source is left out, and
+// KeptFrom says where that history starts.
+func (s *Store) Pages(from, to time.Time, limit int) (logtally.PageRange, error) {
+	lo, hi := from.Truncate(time.Minute), to.Truncate(time.Minute).Add(time.Minute) // [lo, hi)
+	days := s.wholeDays(lo, hi)
+	out := logtally.PageRange{Exact: true}
+	counts := make(map[string]int64)
+	tx, err := s.pathsTx(func(tx *bolt.Tx) bool {
+		clear(counts)
+		floor := s.daysFrom(tx)
+		return s.log.dayCounts(tx.ID(), func(day uint32) bool {
+			return slices.Contains(days, day) && day >= floor
+		}, func(path string, n int64) { counts[path] += n })
+	})
+	if err != nil {
+		return out, err
+	}
+	defer tx.Rollback()
+
+	cut := func(from time.Time) {
+		out.Exact = false
+		if from.After(out.KeptFrom) {
+			out.KeptFrom = from
+		}
+	}
+	floor := s.daysFrom(tx)
+	dpb := s.bucket(tx, bucketDayPaths)
+	for _, day := range days {
+		if day < floor {
+			cut(s.dayTime(dayBytes(floor)))
+			continue
+		}
+		if err := addDayPaths(dpb, day, counts); err != nil {
+			return out, err
+		}
+	}
+	minutesFrom, held := s.keptFromStep(tx, time.Minute)
+	parts := [][2]time.Time{{lo, hi}}
+	if len(days) > 0 {
+		parts = [][2]time.Time{{lo, s.dayTime(dayBytes(days[0]))}, {s.nextDay(days[len(days)-1]), hi}}
+	}
+	mb := s.bucket(tx, bucketMinutes)
+	for _, p := range parts {
+		start, end := p[0], p[1]
+		if !start.Before(end) {
+			continue
+		}
+		if held && start.Before(minutesFrom) {
+			cut(minutesFrom)
+			start = minutesFrom
+		}
+		err := scan(mb, minuteKey(start), minuteKey(end.Add(-time.Minute)), false, func(_ []byte, r *record) {
+			for _, pc := range r.Top {
+				counts[pc.Path] += pc.PageViews
+			}
+			out.Other += r.Other
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	out.Exact = out.Exact && out.Other == 0
+	out.Pages = make([]logtally.PageCount, 0, len(counts))
+	for p, n := range counts {
+		out.Pages = append(out.Pages, logtally.PageCount{Path: p, PageViews: n})
+	}
+	slices.SortFunc(out.Pages, byViews)
+	out.Pages = out.Pages[:min(limit, len(out.Pages))]
+	return out, nil
+}
+
+// wholeDays returns the days (yyyymmdd in the store's zone) that lie
+// whole in [lo, hi).
+func (s *Store) wholeDays(lo, hi time.Time) []uint32 {
+	y, m, d := lo.In(s.loc).Date()
+	day := time.Date(y, m, d, 0, 0, 0, 0, s.loc)
+	if day.Before(lo) {
+		day = time.Date(y, m, d+1, 0, 0, 0, 0, s.loc)
+	}
+	var out []uint32
+	for {
+		y, m, d := day.Date()
+		next := time.Date(y, m, d+1, 0, 0, 0, 0, s.loc)
+		if next.After(hi) {
+			return out
+		}
+		out = append(out, uint32Key(dayKey(day, s.loc)))
+		day = next
+	}
+}
+
+// nextDay is the start of the day after day (yyyymmdd).
+func (s *Store) nextDay(day uint32) time.Time {
+	y, m, d := s.dayTime(dayBytes(day)).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, s.loc)
+}
+
+// daysFrom is the first day (yyyymmdd) whose per-day path counts are kept:
+// the hour retention's, or later if a shorter one pruned them.
+func (s *Store) daysFrom(tx *bolt.Tx) uint32 {
+	floor := s.floors(tx).dayPaths
+	if kept := s.keptFrom(tx)[1]; kept > 0 {
+		// kept is the start of the hour that held the floor when a
+		// shorter span was in force; its day was the floor of the page
+		// counts, whole.
+		floor = max(floor, uint32Key(dayKey(time.Unix(kept+3599, 0), s.loc)))
+	}
+	return floor
+}
+
+// addDayPaths adds every path count of a day's shards to counts.
+func addDayPaths(dpb *bolt.Bucket, day uint32, counts map[string]int64) error {
+	prefix := dayBytes(day)
+	c := dpb.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		d := decoder{b: v}
+		d.pathList(func(p []byte, n int64) { counts[string(p)] += n })
+		if d.err != nil || len(d.b) != 0 {
+			return fmt.Errorf("path shard %x: %w", k, ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+// pathsTx opens a read transaction whose file the path log's counts are in
+// step with: read is called with it until it reports that they were (see
+// pathLog.counts). The caller rolls it back.
+func (s *Store) pathsTx(read func(tx *bolt.Tx) bool) (*bolt.Tx, error) {
+	for {
+		tx, err := s.db.Begin(false)
+		if err != nil {
+			return nil, err
+		}
+		if read(tx) {
+			return tx, nil
+		}
+		tx.Rollback()
+	}
+}
+
+// Totals returns the counts of the whole days from the day of from to the
+// day of to (in the store's zone), their visitors estimated from the days'
+// merged sketches: a visitor of several days counts once.
+func (s *Store) Totals(from, to time.Time) (logtally.Counts, error) {
+	var total logtally.Counts
+	var hll *hyperloglog.Sketch
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scan(s.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), true, func(_ []byte, r *record) {
+			total.Requests += r.Requests
+			total.PageViews += r.PageViews
+			total.Bytes += r.Bytes
+			total.Rejected += r.Rejected
+			for c, n := range r.Status {
+				total.Status[c] += n
+			}
+			if r.hll != nil {
+				if hll == nil {
+					hll = hyperloglog.New14()
+				}
+				hll.Merge(r.hll)
+			}
+		})
+	})
+	if hll != nil {
+		total.Visitors, total.Approximate = int64(hll.Estimate()), true
+	}
+	return total, err
+}
+
+// Newest returns the start of the minute of the newest line stored, and
+// whether there is one.
+func (s *Store) Newest() (t time.Time, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		var n int64
+		n, ok = s.newest(tx)
+		t = time.Unix(n, 0).UTC()
+		return nil
+	})
+	return t, ok, err
+}
+
+// Location returns the zone that the store's days follow.
+func (s *Store) Location() *time.Location { return s.loc }
