@@ -164,11 +164,12 @@ func timeParam(r *http.Request, name string, def time.Time) (time.Time, error) {
 		if n < 0 || n > 1<<40 {
 			return time.Time{}, errors.New(name + " is out of range")
 		}
-		return time.Unix(n, 0).UTC(), nil
+		t := time.Unix(n, 0).UTC()
+		return t, checkTime(name, t)
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
 		return time.Time{}, errors.New(name + " must be RFC3339 (2006-01-02T15:04:05Z) or unix seconds")
 	}
-	return t, nil
+	return t, checkTime(name, t)
 }

@@ -315,7 +315,7 @@ func (m *Main) serve(report *status.Report) error {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
+		MaxHeaderBytes:    api.MaxHeaderBytes, // the handler answers past its own limits, in JSON
 	}
 	// Shutdown waits for responses to end, and an event stream never does
 	// by itself: ending them is the handler's part.
