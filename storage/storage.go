@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -191,6 +192,7 @@ type Store struct {
 	loc  *time.Location   // days are calendar days here
 	now  func() time.Time // clock for retention
 	db   *bolt.DB
+	file os.FileInfo // the file db is, to tell whether Path still names it
 	salt uint64
 	log  *pathLog
 	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
@@ -207,7 +209,9 @@ type Store struct {
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
-// retention follows; nil means time.Now.
+// retention follows; nil means time.Now. An existing file is checked first
+// (see Check): a damaged one is refused with a *DamageError, and one that
+// another process has open with ErrLocked, within a second.
 func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -219,9 +223,9 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, file, err := openFile(cfg.Path, false)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+		return nil, err
 	}
 	// bbolt grows the file to its whole mapping (a power of two) up to
 	// AllocSize, 16 MiB by default, and by AllocSize past it: a small
@@ -229,7 +233,7 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	// truncate and a sync per MiB of data, which is nothing next to the
 	// commits that wrote it.
 	db.AllocSize = allocSize
-	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, log: newPathLog(),
+	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, file: file, log: newPathLog(),
 		commit: (*bolt.Tx).Commit, touched: make(map[int64]time.Time)}
 	if err := db.Update(s.init); err != nil {
 		db.Close()

@@ -35,6 +35,8 @@ Usage:
                                     database holds
   logtally replay [flags] FILE...   read FILEs (plain or .gz) to their end,
                                     commit, print a summary and exit
+  logtally check --db FILE          check a database file for damage, and say
+                                    how to recover from it
   logtally version                  print the version, commit and Go version
 
 Run 'logtally run -h' or 'logtally replay -h' for the flags.
@@ -111,8 +113,11 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 		return nil
 	}
+	if m.Command == "check" {
+		return m.parseCheck(args[1:])
+	}
 	if m.Command != "run" && m.Command != "replay" {
-		err := fmt.Errorf("unknown command %q: the commands are run, replay and version", m.Command)
+		err := fmt.Errorf("unknown command %q: the commands are run, replay, check and version", m.Command)
 		if strings.HasPrefix(m.Command, "-") {
 			err = fmt.Errorf("flag %s before the command: write it after run or replay", m.Command)
 		}
@@ -219,6 +224,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		_, err := io.WriteString(m.Stdout, versionLine())
 		return err
 	}
+	if m.Command == "check" {
+		return m.runCheck()
+	}
 	m.started = m.Now()
 	if m.Logger == nil {
 		if m.Logger, err = m.Log.Logger(m.Stderr); err != nil {
@@ -249,7 +257,7 @@ func (m *Main) open() error {
 		return err
 	}
 	if m.store, err = storage.Open(m.Store, m.Now); err != nil {
-		return err
+		return storeFix(err, m.Store.Path)
 	}
 	rules := m.Rules
 	if !format.HasUserAgent() {

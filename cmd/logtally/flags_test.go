@@ -34,7 +34,7 @@ func TestFlagErrors(t *testing.T) {
 		{"run --log-level loud", "logtally run: --log-level \"loud\": want debug, info, warn or error\nsee 'logtally run --help'\n"},
 		{"run --nginx-conf " + conf, "logtally run: --nginx-conf: " + conf + ": log_format \"main\" not found: bad log format: the file defines upstream, json_logs (choose one with --log-format-name)\nsee 'logtally run --help'\n"},
 		{"replay", "logtally replay: no FILE given: name the logs to read, such as /var/log/nginx/access.log.1\nsee 'logtally replay --help'\n"},
-		{"frob", "logtally: unknown command \"frob\": the commands are run, replay and version\nsee 'logtally --help'\n"},
+		{"frob", "logtally: unknown command \"frob\": the commands are run, replay, check and version\nsee 'logtally --help'\n"},
 		{"--db x.db run", "logtally: flag --db before the command: write it after run or replay\nsee 'logtally --help'\n"},
 	}
 	for _, tt := range tests {

@@ -51,6 +51,8 @@ func scriptSetup(m *Main) {
 //	                     that follow it (see runTranscript)
 //	waithttp PATH TEXT   waits until GET $ADDR/PATH answers with a body
 //	                     that contains TEXT
+//	damagedb FILE BUCKET writes garbage over the root page of a bucket of
+//	                     the database FILE (see damageBucket)
 func TestScripts(t *testing.T) {
 	sample, err := filepath.Abs(filepath.Join("..", "..", "testdata", "sample.log"))
 	if err != nil {
@@ -79,6 +81,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"transcript": runTranscript,
 			"waithttp":   waitHTTP,
+			"damagedb":   damageDB,
 		},
 		RequireExplicitExec: true,
 	})
