@@ -285,7 +285,7 @@ func (m *Main) run(ctx context.Context) error {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
-	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now}
+	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now, StoreFile: m.store.FileErr}
 	if len(m.Files) > 0 {
 		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
@@ -296,6 +296,11 @@ func (m *Main) run(ctx context.Context) error {
 	go func() {
 		defer m.readers.Done()
 		m.store.RunPruner(ctx, time.Minute, m.Logger)
+	}()
+	m.readers.Add(1)
+	go func() {
+		defer m.readers.Done()
+		m.store.WatchFile(ctx, 2*time.Second, m.Logger) // logs once if the file is deleted
 	}()
 	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path,
 		RequireFiles: m.RequireFiles}, deps)
