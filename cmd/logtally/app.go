@@ -204,6 +204,11 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 		fs.BoolVar(&m.RequireFiles, "require-files", false,
 			"make /readyz fail while a followed path or glob matches no file (they are reported either way)")
 		m.API.RegisterFlags(fs)
+	} else {
+		// Replay has no window, but turns away lines as far ahead of the
+		// clock as run does.
+		fs.DurationVar(&m.Window.MaxSkew, "max-skew", m.Window.MaxSkew,
+			"lines further ahead of the clock than this are rejected")
 	}
 	return fs
 }

@@ -70,10 +70,10 @@ func TestHelpListsOnlyTheCommandsFlags(t *testing.T) {
 		}
 		return out.String()
 	}
-	runOnly := []string{"--window ", "--window-end", "--max-skew", "--max-paths", "--max-visitors", "--no-samples", "--listen",
+	runOnly := []string{"--window ", "--window-end", "--max-paths", "--max-visitors", "--no-samples", "--listen",
 		"--debug-listen", "--cache-max-age", "--cors-origin", "--poll-interval", "--rescan-interval", "--idle-grace", "--require-files"}
 	both := []string{"--db ", "--format", "--nginx-conf", "--tz", "--flush-lines", "--flush-interval", "--max-line", "--log-level",
-		"--include-bots", "--keep-minutes"}
+		"--include-bots", "--keep-minutes", "--max-skew"}
 	replay, run := help("replay"), help("run")
 	for _, f := range runOnly {
 		if strings.Contains(replay, "\n  "+f) {
