@@ -91,10 +91,10 @@ func checkQuery(raw string) error {
 		}
 		name, value, _ := strings.Cut(pair, "=")
 		if n, _, semi := strings.Cut(name, ";"); semi {
-			return errors.New("query parameter " + paramName(n) + ": a semicolon is not a separator, use &")
+			return errors.New("query parameter " + paramName(n) + ": a semicolon is not a separator: separate parameters with an ampersand")
 		}
 		if strings.Contains(value, ";") {
-			return errors.New("query parameter " + paramName(name) + ": a semicolon is not a separator, use &")
+			return errors.New("query parameter " + paramName(name) + ": a semicolon is not a separator: separate parameters with an ampersand")
 		}
 		if _, err := url.QueryUnescape(name); err != nil {
 			return errors.New("query parameter " + paramName(name) + ": bad %-escape in its name")

@@ -65,11 +65,11 @@ func TestBadRequestsAnswerJSON(t *testing.T) {
 		{"bad escape in a name", "GET /api/v1/pages?li%zzmit=5 HTTP/1.1\r\n", 400,
 			`query parameter "li%zzmit": bad %-escape in its name`},
 		{"semicolon", "GET /api/v1/pages?limit=0;x=1 HTTP/1.1\r\n", 400,
-			`query parameter "limit": a semicolon is not a separator, use &`},
+			`query parameter "limit": a semicolon is not a separator: separate parameters with an ampersand`},
 		{"semicolon after a good limit", "GET /api/v1/pages?limit=5;x=1 HTTP/1.1\r\n", 400,
-			`query parameter "limit": a semicolon is not a separator, use &`},
+			`query parameter "limit": a semicolon is not a separator: separate parameters with an ampersand`},
 		{"semicolon in a name", "GET /api/v1/stats?x;limit=1 HTTP/1.1\r\n", 400,
-			`query parameter "x": a semicolon is not a separator, use &`},
+			`query parameter "x": a semicolon is not a separator: separate parameters with an ampersand`},
 		{"year 10000, unix", "GET /api/v1/series?from=253402300000&to=253402300800 HTTP/1.1\r\n", 400,
 			`to is out of range`},
 		{"year 10000, RFC 3339", "GET /api/v1/series?from=9999-12-31T22:00:00Z&to=9999-12-31T23:59:59-01:00 HTTP/1.1\r\n", 400,
@@ -147,7 +147,7 @@ func TestCheckQuery(t *testing.T) {
 		"a=%4":      `query parameter "a": bad %-escape in its value`,
 		"a=1&b=%g0": `query parameter "b": bad %-escape in its value`,
 		"%=1":       `query parameter "%": bad %-escape in its name`,
-		"a;b=1":     `query parameter "a": a semicolon is not a separator, use &`,
+		"a;b=1":     `query parameter "a": a semicolon is not a separator: separate parameters with an ampersand`,
 		"p=" + strings.Repeat("x", 10) + "&" + strings.Repeat("n", 100) + "=%": fmt.Sprintf(`query parameter "%s...": bad %%-escape in its value`, strings.Repeat("n", 64)),
 	} {
 		got := ""
