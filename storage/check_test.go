@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -86,10 +87,17 @@ func TestOpenRefusesDamagedFile(t *testing.T) {
 			page, size := pageOf(t, path, bucketMinutes)
 			damage(t, path, page*size, garbage[:size])
 		}, "per-minute counts (bucket sites/default/minutes)"},
+		{"elements of a page that point outside the file, its header intact", func(t *testing.T, path string) {
+			// Keys 2 GB past their page: reading one faults, which only a
+			// goroutine that asked for it survives (debug.SetPanicOnFault).
+			page, size := pageOf(t, path, bucketVisitors)
+			var elem [16]byte                                   // flags, pos, ksize, vsize
+			binary.LittleEndian.PutUint32(elem[4:], 0x7f000000) // pos
+			binary.LittleEndian.PutUint32(elem[8:], 8)
+			binary.LittleEndian.PutUint32(elem[12:], 8)
+			damage(t, path, page*size+16, bytes.Repeat(elem[:], int(size-16)/16))
+		}, "visitor sets of recent minutes (bucket sites/default/visitors): runtime error: invalid memory address"},
 		{"garbage over the elements of a page, its header intact", func(t *testing.T, path string) {
-			// Offsets and lengths that point far outside the file: reading
-			// them faults, which only a goroutine that asked for it
-			// survives (debug.SetPanicOnFault).
 			page, size := pageOf(t, path, bucketVisitors)
 			damage(t, path, page*size+16, bytes.Repeat([]byte{0x7f}, int(size)-16))
 		}, "visitor sets of recent minutes (bucket sites/default/visitors)"},
