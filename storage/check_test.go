@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +17,54 @@ import (
 	"github.com/logtally/logtally"
 )
 
-// filledDB writes a database of a few hours of minutes to a new file, and
-// returns its path.
+// filledDB returns the path of a new copy of a database of five hours of
+// minutes, as the store writes it.
 func filledDB(t *testing.T) string {
 	t.Helper()
+	filled.Do(func() {
+		dir, err := os.MkdirTemp("", "filled")
+		if err != nil {
+			filled.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		s, err := Open(Config{Path: filepath.Join(dir, "db"), TZ: "UTC"}, fixedNow)
+		if err != nil {
+			filled.err = err
+			return
+		}
+		for c := range 10 {
+			b := logtally.NewBatch()
+			for m := c * 30; m < (c+1)*30; m++ {
+				for i := range 20 {
+					addHit(b, logtally.Hit{Time: t0.Add(time.Duration(m)*time.Minute).Unix() + int64(i), PageView: true,
+						Visitor: uint64(m*1000 + i), Path: []byte(fmt.Sprintf("/page/%d", i%7))}, 200, 100, false)
+				}
+			}
+			b.SetPosition("fp:a", int64(c+1)*1000)
+			if filled.err = s.Commit(b); filled.err != nil {
+				return
+			}
+		}
+		if filled.err = s.Close(); filled.err == nil {
+			filled.data, filled.err = os.ReadFile(filepath.Join(dir, "db"))
+		}
+	})
+	if filled.err != nil {
+		t.Fatal(filled.err)
+	}
 	path := filepath.Join(t.TempDir(), "logtally.db")
-	s, err := Open(Config{Path: path, TZ: "UTC"}, fixedNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range 300 {
-		b := logtally.NewBatch()
-		for i := range 20 {
-			addHit(b, logtally.Hit{Time: t0.Add(time.Duration(m)*time.Minute).Unix() + int64(i), PageView: true,
-				Visitor: uint64(m*1000 + i), Path: []byte(fmt.Sprintf("/page/%d", i%7))}, 200, 100, false)
-		}
-		b.SetPosition("fp:a", int64(m+1)*1000)
-		if err := s.Commit(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
+	if err := os.WriteFile(path, filled.data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// filled is the database filledDB copies, made once.
+var filled struct {
+	sync.Once
+	data []byte
+	err  error
 }
 
 // pageOf returns the root page of a bucket of the site, and the file's
