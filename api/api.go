@@ -143,6 +143,9 @@ func New(cfg Config, deps Deps) *Server {
 		cfg.StreamSendTimeout = DefaultStreamSendTimeout
 	}
 	s := &Server{cfg: cfg, deps: deps, router: mux.NewRouter()}
+	// A path with // or .. names no endpoint: a JSON 404, rather than the
+	// router's redirect to the cleaned path, with an empty body.
+	s.router.SkipClean(true)
 	s.cacheControl = []string{"no-cache"}
 	if age := int(cfg.CacheMaxAge / time.Second); age > 0 {
 		s.cacheControl = []string{"public, max-age=" + strconv.Itoa(age)}
@@ -182,7 +185,7 @@ func New(cfg Config, deps Deps) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cors(w, r) {
+	if s.cors(w, r) || s.refuse(w, r) {
 		return
 	}
 	s.router.ServeHTTP(w, r)

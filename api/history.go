@@ -237,19 +237,20 @@ func (s *Server) timeParam(r *http.Request, name string, def time.Time, end bool
 		if n < 0 || n > 1<<40 {
 			return time.Time{}, errors.New(name + " is out of range")
 		}
-		return time.Unix(n, 0).UTC(), nil
+		t := time.Unix(n, 0).UTC()
+		return t, checkTime(name, t)
 	}
 	if d, err := time.ParseInLocation(time.DateOnly, v, s.deps.Zone); err == nil {
 		if end {
-			return d.AddDate(0, 0, 1).Add(-time.Second), nil
+			d = d.AddDate(0, 0, 1).Add(-time.Second)
 		}
-		return d, nil
+		return d, checkTime(name, d)
 	}
 	t, err := time.Parse(time.RFC3339, v)
-	if err != nil || t.Year() < 1970 || t.Year() > 9999 {
+	if err != nil {
 		return time.Time{}, errors.New(name + " must be RFC3339 (2006-01-02T15:04:05Z), a date (2006-01-02) or unix seconds")
 	}
-	return t, nil
+	return t, checkTime(name, t)
 }
 
 // MaxPagesRange is the longest range of GET /api/v1/pages?from&to: a

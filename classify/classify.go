@@ -7,8 +7,8 @@
 // status in the page-view range (200-399), a path whose last segment has no
 // static-asset extension, and a user agent that is not a crawler (unless
 // crawlers are included, or unless the log format has no user agent to
-// tell them by: then every request is taken for a person's). A visitor is a salted hash of the client address,
-// or of the address and the user agent: the salt is the database's, so
+// tell them by: then every request is taken for a person's). A visitor is a salted hash of the client address
+// (in one spelling: see client), or of the address and the user agent: the salt is the database's, so
 // that the same client is the same visitor across restarts, and addresses
 // are never stored.
 package classify
@@ -185,7 +185,8 @@ func (r *Classifier) Classify(rec *parser.Record) logtally.Hit {
 		!r.asset(rec.Path) &&
 		(r.includeBots || !r.bot(rec.UserAgent))
 	if h.PageView {
-		v := fnv(fnvOffset^r.salt, rec.Host)
+		var buf clientBuf
+		v := fnv(fnvOffset^r.salt, client(rec.Host, &buf))
 		if r.hostUA {
 			v = fnv(fnv(v, []byte{0}), rec.UserAgent)
 		}

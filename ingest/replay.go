@@ -130,6 +130,7 @@ func (p *Pipeline) finishJudged() error {
 // done, so applying it is cheap and can stay on one goroutine.
 type result struct {
 	seq      int
+	now      time.Time // the clock when the chunk was parsed
 	file     string
 	offset   int64
 	size     int64          // bytes of the chunk's lines
@@ -147,11 +148,18 @@ type rejectedLine struct {
 
 // parse parses every line of c into r, using rec. It only reads p's
 // configuration, so workers may call it at once.
+//
+// A line further ahead of the clock than the window's MaxSkew is rejected
+// here, window.ErrTooNew, whatever the window's end: a replay's window
+// follows the lines (AnchorLog), so it would otherwise take a line of 2100
+// and end there.
 func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 	if r.rejected == nil {
 		r.rejected = make([]int64, len(rejectReasons))
 	}
 	clear(r.rejected)
+	r.now = p.now()
+	newest := r.now.Unix() + int64(p.win.MaxSkew()/time.Second)
 	r.file, r.offset, r.size, r.hits, r.samples = c.File, c.Offset, int64(len(c.Data)), r.hits[:0], r.samples[:0]
 	r.lines = int64(c.Skipped)
 	r.rejected[longLineIdx] = int64(c.Skipped)
@@ -169,8 +177,11 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 		if len(line) > p.cfg.MaxLine {
 			err = tailer.ErrLongLine
 		} else if err = p.format.Parse(line, rec); err == nil {
-			r.hits = append(r.hits, p.classifier.Classify(rec))
-			continue
+			if rec.Time.Unix() <= newest {
+				r.hits = append(r.hits, p.classifier.Classify(rec))
+				continue
+			}
+			err = window.ErrTooNew
 		}
 		r.rejected[reasonIndex(err)]++
 		if len(r.samples) == MaxSamples {
@@ -194,6 +205,11 @@ func reasonIndex(err error) int {
 // file's position past it.
 func (p *Pipeline) apply(r *result) {
 	parsed := int64(0)
+	if p.cfg.Anchor == AnchorClock {
+		// The window's end is at least the clock that parse judged the
+		// lines by, so a line parse let through is not too new for it.
+		p.win.Advance(r.now)
+	}
 	for i := range r.hits {
 		h := &r.hits[i]
 		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
@@ -202,7 +218,8 @@ func (p *Pipeline) apply(r *result) {
 		}
 		outcome := p.win.Add(*h)
 		if outcome == window.TooNew {
-			// Too far ahead of the clock to trust; the window counted it as
+			// Too far ahead of the window's end (parse turns away what is
+			// too far ahead of the clock); the window counted it as
 			// rejected already.
 			p.rejected[tooNewIdx].Add(1)
 			p.batch.Reject(p.now().Unix())

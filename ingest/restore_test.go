@@ -28,7 +28,9 @@ func openStore(t *testing.T) *storage.Store {
 }
 
 // ingestLines runs a pipeline over cs into store, on the clock now or, with
-// AnchorLog, at the newest line's time, and returns the window it fed.
+// AnchorLog, at the newest line's time, and returns the window it fed. With
+// AnchorLog, as for a replay, the pipeline's clock is the wall clock, after
+// the lines were written: lines ahead of the clock are rejected.
 func ingestLines(t *testing.T, store Committer, cfg Config, wcfg window.Config, now time.Time, cs ...tailer.Chunk) *window.Window {
 	t.Helper()
 	format, err := parser.New("combined")
@@ -40,7 +42,11 @@ func ingestLines(t *testing.T, store Committer, cfg Config, wcfg window.Config, 
 		t.Fatal(err)
 	}
 	w := window.New(wcfg, now)
-	deps := Deps{Format: format, Classifier: classifier, Window: w, Store: store, Now: func() time.Time { return now }}
+	clock := func() time.Time { return now }
+	if cfg.Anchor == AnchorLog {
+		clock = time.Now
+	}
+	deps := Deps{Format: format, Classifier: classifier, Window: w, Store: store, Now: clock}
 	in := make(chan tailer.Chunk, len(cs))
 	for _, c := range cs {
 		in <- c

@@ -41,6 +41,9 @@ type Deps struct {
 	Following func() error
 	// Now is the clock the uptime is measured on; time.Now if nil.
 	Now func() time.Time
+	// StoreFile reports why the database file can no longer be used (it
+	// was deleted or replaced while open), or nil; nil when not checked.
+	StoreFile func() error
 }
 
 // Report gathers the daemon's state for its operators.
@@ -63,6 +66,7 @@ func New(cfg Config, deps Deps) *Report {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		deps.Pipeline,
 		fileCollector{deps.Files},
+		storeFileCollector{deps.StoreFile},
 	)
 	return r
 }
@@ -75,6 +79,11 @@ func (r *Report) Registry() *prometheus.Registry { return r.registry }
 func (r *Report) Ready() error {
 	if err := r.deps.Pipeline.Err(); err != nil {
 		return fmt.Errorf("store not writable: %w", err)
+	}
+	if r.deps.StoreFile != nil {
+		if err := r.deps.StoreFile(); err != nil {
+			return err
+		}
 	}
 	if r.deps.Following != nil {
 		if err := r.deps.Following(); err != nil {
@@ -105,6 +114,10 @@ func (r *Report) Status() api.Status {
 	}
 	if err := p.Err(); err != nil {
 		st.Store.State, st.Store.Error = "failing", err.Error()
+	} else if r.deps.StoreFile != nil {
+		if err := r.deps.StoreFile(); err != nil {
+			st.Store.State, st.Store.Error = "failing", err.Error()
+		}
 	}
 	if r.deps.Files != nil {
 		for _, f := range r.deps.Files() {
@@ -154,4 +167,25 @@ func (c fileCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(lag(f)), f.Path)
 		}
 	}
+}
+
+var storeFileGoneDesc = prometheus.NewDesc("logtally_store_file_gone",
+	"1 when the database file was deleted or replaced while open: what is committed to it is lost when logtally stops.",
+	nil, nil)
+
+// storeFileCollector reports whether the database file is still where it
+// was opened.
+type storeFileCollector struct{ err func() error }
+
+func (c storeFileCollector) Describe(ch chan<- *prometheus.Desc) { ch <- storeFileGoneDesc }
+
+func (c storeFileCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.err == nil {
+		return
+	}
+	gone := 0.0
+	if c.err() != nil {
+		gone = 1
+	}
+	ch <- prometheus.MustNewConstMetric(storeFileGoneDesc, prometheus.GaugeValue, gone)
 }

@@ -93,10 +93,6 @@ var (
 	ErrSchema = errors.New("unsupported database schema")
 	// ErrCorrupt means a stored value cannot be decoded.
 	ErrCorrupt = errors.New("corrupt database value")
-	// ErrLocked means another process has the file open for writing (a
-	// running logtally): bbolt lets one process at a time open a file,
-	// whether to read or to write.
-	ErrLocked = errors.New("the file is in use by another process, such as a running logtally")
 )
 
 // Config configures the store: plain values. Zero limits and retentions
@@ -230,6 +226,7 @@ type Store struct {
 	loc  *time.Location   // days are calendar days here
 	now  func() time.Time // clock for retention
 	db   *bolt.DB
+	file os.FileInfo // the file db is, to tell whether Path still names it
 	salt uint64
 	log  *pathLog
 	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
@@ -249,7 +246,9 @@ type Store struct {
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
-// retention follows; nil means time.Now.
+// retention follows; nil means time.Now. An existing file is checked first
+// (see Check): a damaged one is refused with a *DamageError, and one that
+// another process has open with ErrLocked, within a second.
 func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -261,7 +260,7 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	db, err := openBolt(cfg.Path, &bolt.Options{Timeout: time.Second})
+	db, file, err := openFile(cfg.Path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +270,7 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	// truncate and a sync per MiB of data, which is nothing next to the
 	// commits that wrote it.
 	db.AllocSize = allocSize
-	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, log: newPathLog(),
+	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, file: file, log: newPathLog(),
 		commit: (*bolt.Tx).Commit, touched: make(map[int64]time.Time)}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if err := s.init(tx); err != nil {

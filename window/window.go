@@ -245,6 +245,10 @@ func (w *Window) Add(h logtally.Hit) Outcome {
 	return Counted
 }
 
+// MaxSkew returns how far ahead of the window's end a hit is held rather
+// than rejected. It never changes, so any goroutine may call it.
+func (w *Window) MaxSkew() time.Duration { return time.Duration(w.skew) * time.Second }
+
 // Reject counts a rejected line in the window's current second: a line that
 // did not parse has no second of its own.
 func (w *Window) Reject() {

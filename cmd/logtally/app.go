@@ -38,6 +38,8 @@ Usage:
                                     commit, print a summary and exit
   logtally report [flags]           print the totals, the days and the top
                                     pages of a range of days the database holds
+  logtally check --db FILE          check a database file for damage, and say
+                                    how to recover from it
   logtally version                  print the version, commit and Go version
 
 Run 'logtally run -h', 'logtally replay -h' or 'logtally report -h' for the flags.
@@ -115,8 +117,11 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 		return nil
 	}
+	if m.Command == "check" {
+		return m.parseCheck(args[1:])
+	}
 	if synopsis[m.Command] == "" {
-		err := fmt.Errorf("unknown command %q: the commands are run, replay, report and version", m.Command)
+		err := fmt.Errorf("unknown command %q: the commands are run, replay, report, check and version", m.Command)
 		if strings.HasPrefix(m.Command, "-") {
 			err = fmt.Errorf("flag %s before the command: write it after run, replay or report", m.Command)
 		}
@@ -217,6 +222,11 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 		fs.BoolVar(&m.RequireFiles, "require-files", false,
 			"make /readyz fail while a followed path or glob matches no file (they are reported either way)")
 		m.API.RegisterFlags(fs)
+	} else {
+		// Replay has no window, but turns away lines as far ahead of the
+		// clock as run does.
+		fs.DurationVar(&m.Window.MaxSkew, "max-skew", m.Window.MaxSkew,
+			"lines further ahead of the clock than this are rejected")
 	}
 	return fs
 }
@@ -239,6 +249,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if m.Command == "report" {
 		return m.report()
+	}
+	if m.Command == "check" {
+		return m.runCheck()
 	}
 	m.started = m.Now()
 	if m.Logger == nil {
@@ -270,7 +283,7 @@ func (m *Main) open() error {
 		return err
 	}
 	if m.store, err = storage.Open(m.Store, m.Now); err != nil {
-		return err
+		return storeFix(err, m.Store.Path)
 	}
 	m.store.LogRetention(m.Logger)
 	rules := m.Rules
@@ -299,7 +312,7 @@ func (m *Main) run(ctx context.Context) error {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
-	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now}
+	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now, StoreFile: m.store.FileErr}
 	if len(m.Files) > 0 {
 		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
@@ -310,6 +323,11 @@ func (m *Main) run(ctx context.Context) error {
 	go func() {
 		defer m.readers.Done()
 		m.store.RunPruner(ctx, time.Minute, m.Logger)
+	}()
+	m.readers.Add(1)
+	go func() {
+		defer m.readers.Done()
+		m.store.WatchFile(ctx, 2*time.Second, m.Logger) // logs once if the file is deleted
 	}()
 	report := status.New(status.Config{Version: buildVersion(), Started: m.started, DB: m.Store.Path,
 		RequireFiles: m.RequireFiles}, deps)
@@ -337,7 +355,7 @@ func (m *Main) serve(report *status.Report) error {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
+		MaxHeaderBytes:    api.MaxHeaderBytes, // the handler answers past its own limits, in JSON
 	}
 	// Shutdown waits for responses to end, and an event stream never does
 	// by itself: ending them is the handler's part.

@@ -34,7 +34,7 @@ func TestFlagErrors(t *testing.T) {
 		{"run --log-level loud", "logtally run: --log-level \"loud\": want debug, info, warn or error\nsee 'logtally run --help'\n"},
 		{"run --nginx-conf " + conf, "logtally run: --nginx-conf: " + conf + ": log_format \"main\" not found: bad log format: the file defines upstream, json_logs (choose one with --log-format-name)\nsee 'logtally run --help'\n"},
 		{"replay", "logtally replay: no FILE given: name the logs to read, such as /var/log/nginx/access.log.1\nsee 'logtally replay --help'\n"},
-		{"frob", "logtally: unknown command \"frob\": the commands are run, replay, report and version\nsee 'logtally --help'\n"},
+		{"frob", "logtally: unknown command \"frob\": the commands are run, replay, report, check and version\nsee 'logtally --help'\n"},
 		{"--db x.db run", "logtally: flag --db before the command: write it after run, replay or report\nsee 'logtally --help'\n"},
 		{"run --keep-minutes 1000000w", "logtally run: --keep-minutes \"1000000w\": longer than the longest span logtally can represent (106751d, about 292 years): use 0 to keep it forever\nsee 'logtally run --help'\n"},
 		{"replay --keep-days 30 x.log", "logtally replay: --keep-days \"30\": want a span such as 14d, 2w, 720h or 90m, or 0 to keep it forever\nsee 'logtally replay --help'\n"},
@@ -76,10 +76,10 @@ func TestHelpListsOnlyTheCommandsFlags(t *testing.T) {
 		}
 		return out.String()
 	}
-	runOnly := []string{"--window ", "--window-end", "--max-skew", "--max-paths", "--max-visitors", "--no-samples", "--listen",
+	runOnly := []string{"--window ", "--window-end", "--max-paths", "--max-visitors", "--no-samples", "--listen",
 		"--debug-listen", "--cache-max-age", "--cors-origin", "--poll-interval", "--rescan-interval", "--idle-grace", "--require-files"}
 	both := []string{"--db ", "--format", "--nginx-conf", "--tz", "--flush-lines", "--flush-interval", "--max-line", "--log-level",
-		"--include-bots", "--keep-minutes"}
+		"--include-bots", "--keep-minutes", "--max-skew"}
 	replay, run := help("replay"), help("run")
 	for _, f := range runOnly {
 		if strings.Contains(replay, "\n  "+f) {

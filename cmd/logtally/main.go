@@ -2,6 +2,7 @@
 //
 //	logtally run [flags] [FILE...]    follow logs and serve the JSON API
 //	logtally replay [flags] FILE...   read logs to their end, commit, report
+//	logtally check --db FILE          check a database file for damage
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/logtally/logtally/storage"
 )
 
 func main() { os.Exit(runMain(os.Args[1:], nil)) }
@@ -35,6 +38,9 @@ func runMain(args []string, setup func(*Main)) int {
 	if err := m.Run(ctx); err != nil {
 		m.Close()
 		fmt.Fprintln(os.Stderr, "logtally:", err)
+		if errors.Is(err, storage.ErrDamaged) {
+			return exitDamaged
+		}
 		return 1
 	}
 	if m.Command == "run" {

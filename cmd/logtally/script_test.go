@@ -58,6 +58,8 @@ func scriptSetup(m *Main) {
 //	                     that follow it (see runTranscript)
 //	waithttp PATH TEXT   waits until GET $ADDR/PATH answers with a body
 //	                     that contains TEXT
+//	damagedb FILE BUCKET writes garbage over the root page of a bucket of
+//	                     the database FILE (see damageBucket)
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
@@ -84,6 +86,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"transcript": runTranscript,
 			"waithttp":   waitHTTP,
+			"damagedb":   damageDB,
 		},
 		RequireExplicitExec: true,
 	})
@@ -96,9 +99,10 @@ func TestScripts(t *testing.T) {
 // Commands are split into words as a shell does (single and double quotes),
 // and may end in "| grep -E PATTERN".
 // logtally is the program under test; curl is done here, with the flags the
-// README uses (-s, -i, -X METHOD, -H 'Name: value'), and localhost:8080, the
-// default address, stands for $ADDR. curl -i prints the status line and
-// the headers, without Date, whose value changes every second.
+// README uses (-s, -i, -N, --path-as-is, -X METHOD, -H 'Name: value'), and
+// localhost:8080, the default address, stands for $ADDR. curl -i prints the
+// status line and the headers, without Date, whose value changes every
+// second.
 //
 // Only the replay summary's speed ("in 0.01s (35000 lines/s)") is not
 // compared: no two runs take the same time.
@@ -257,6 +261,7 @@ func runCurl(ts *testscript.TestScript, args []string) string {
 			include = true
 		case a == "-si" || a == "-is":
 			include = true
+		case a == "--path-as-is": // Go's client sends .. as it is
 		case a == "-sN" || a == "-N":
 			stream = true // an event stream: shown up to its first event
 		case a == "-X" && i+1 < len(args):
