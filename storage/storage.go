@@ -55,6 +55,8 @@ const DefaultSite = "default"
 //	sites/<site>/counters/<name>    bookkeeping: distinct paths per day and
 //	                                all-time (uvarint), last day folded
 //	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
+//	sites/<site>/outbox/<seq>       a committed batch waiting to be shipped to
+//	                                the fleet (fleet mode; see outbox.go)
 var (
 	bucketMeta      = []byte("meta")
 	bucketPositions = []byte("positions")
@@ -105,6 +107,13 @@ type Config struct {
 	// keeps its exact visitor set. A line later than that can only add to
 	// the minute's sketch, and the minute's visitors become approximate.
 	ExactVisitorsSpan time.Duration
+
+	// Outbox makes each commit also write the batch it committed to the
+	// outbox, numbered, for fleet mode's shipper (see Outbox).
+	Outbox bool
+	// MaxOutbox is the most batches the outbox holds: past it a commit
+	// fails with ErrOutboxFull. 0: no limit.
+	MaxOutbox int
 }
 
 // DefaultConfig returns the defaults: the one place they are written.
@@ -143,7 +152,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	if c.MinuteRetention < 0 || c.HourRetention < 0 || c.DayRetention < 0 || c.ExactVisitorsSpan < 0 ||
-		c.TopPages < 0 || c.MaxPaths < 0 || c.MaxDayPaths < 0 {
+		c.TopPages < 0 || c.MaxPaths < 0 || c.MaxDayPaths < 0 || c.MaxOutbox < 0 {
 		return errors.New("storage limits and retention must not be negative")
 	}
 	return nil
@@ -204,6 +213,8 @@ type Store struct {
 	writeMu sync.Mutex
 	scratch scratch
 	touched map[int64]time.Time // minute -> when a commit last wrote it
+
+	outbox *Outbox
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
@@ -231,7 +242,13 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	db.AllocSize = allocSize
 	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, log: newPathLog(),
 		commit: (*bolt.Tx).Commit, touched: make(map[int64]time.Time)}
-	if err := db.Update(s.init); err != nil {
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := s.init(tx); err != nil {
+			return err
+		}
+		return s.openOutbox(tx)
+	})
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
