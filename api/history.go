@@ -24,6 +24,7 @@ type SeriesBody struct {
 	StepSeconds         int64         `json:"step_seconds"`
 	ApproximateVisitors bool          `json:"approximate_visitors"`
 	Points              []SeriesPoint `json:"points"`
+	AsOf                time.Time     `json:"as_of,omitzero"` // see Stats.AsOf
 }
 
 // SeriesPoint is one step of a SeriesBody.
@@ -90,6 +91,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 // CountsBody is the body of GET /api/v1/pages/count.
 type CountsBody struct {
 	Pages []PageCounts `json:"pages"`
+	AsOf  time.Time    `json:"as_of,omitzero"` // of the window's page views; see Stats.AsOf
 }
 
 // PageCounts is one path's counts in a CountsBody.
@@ -138,6 +140,10 @@ func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
 
 // internal logs an unexpected error and answers 500 without its details.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if s.fleetOnly {
+		s.unavailable(w, r, err)
+		return
+	}
 	s.deps.Logger.Error("api", "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal error")
 }
