@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/tailer"
 )
@@ -41,6 +42,9 @@ type Deps struct {
 	Following func() error
 	// Now is the clock the uptime is measured on; time.Now if nil.
 	Now func() time.Time
+	// Fleet returns fleet mode's figures (fleet.Node.Stats); nil without
+	// fleet mode.
+	Fleet func() fleet.NodeStats
 }
 
 // Report gathers the daemon's state for its operators.
@@ -64,6 +68,9 @@ func New(cfg Config, deps Deps) *Report {
 		deps.Pipeline,
 		fileCollector{deps.Files},
 	)
+	if deps.Fleet != nil {
+		r.registry.MustRegister(fleetCollector{deps.Fleet, deps.Now})
+	}
 	return r
 }
 
@@ -114,6 +121,9 @@ func (r *Report) Status() api.Status {
 	}
 	for _, s := range p.Samples() {
 		st.Samples = append(st.Samples, api.RejectedSample{Time: s.Time.UTC(), Reason: s.Reason, Line: s.Line})
+	}
+	if r.deps.Fleet != nil {
+		st.Fleet = fleetStatus(r.deps.Fleet(), r.deps.Now())
 	}
 	return st
 }
