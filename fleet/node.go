@@ -111,7 +111,7 @@ func (n *Node) Salt(ctx context.Context) (uint64, error) {
 	if err != nil || ok {
 		return salt, err
 	}
-	n.log.Warn("fleet: first start in fleet mode: waiting for the fleet database, whose visitor salt this node must hash with",
+	n.log.Info("fleet: first start in fleet mode: waiting for the fleet database, whose visitor salt this node must hash with",
 		"node", n.cfg.Node)
 	st, err := n.connect(ctx)
 	if err != nil {
