@@ -102,6 +102,11 @@ type OutboxStats struct {
 	LastSeq uint64    // the number of the last batch written, shipped or not; 0 if none
 }
 
+// ErrOutboxFull means a node's outbox holds as many batches as it may
+// (--fleet-max-outbox): a commit that would add one more fails, so reading
+// pauses, the log keeping the lines, until the fleet database takes some.
+var ErrOutboxFull = errors.New("fleet outbox full")
+
 // Counts is what is stored for one minute, hour or day.
 type Counts struct {
 	Requests  int64

@@ -10,12 +10,14 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/ingest"
@@ -80,7 +82,9 @@ func (r *Report) Registry() *prometheus.Registry { return r.registry }
 // Ready reports why the daemon cannot make progress: commits failing, or
 // following stopped.
 func (r *Report) Ready() error {
-	if err := r.deps.Pipeline.Err(); err != nil {
+	if err := r.deps.Pipeline.Err(); errors.Is(err, logtally.ErrOutboxFull) {
+		return fmt.Errorf("reading paused until the fleet database takes the waiting batches: %w", err)
+	} else if err != nil {
 		return fmt.Errorf("store not writable: %w", err)
 	}
 	if r.deps.Following != nil {

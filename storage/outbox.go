@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -31,8 +30,9 @@ var (
 
 // ErrOutboxFull means the outbox holds Config.MaxOutbox batches: a commit
 // that would add one more fails, so ingest pauses reading (the log keeps
-// the lines) until the shipper has sent some.
-var ErrOutboxFull = errors.New("fleet outbox full")
+// the lines) until the shipper has sent some. It is the domain's, so that
+// the status can tell it from a failing disk.
+var ErrOutboxFull = logtally.ErrOutboxFull
 
 // Outbox is the store's queue of committed batches waiting to be shipped
 // to a fleet database. It is safe for concurrent use: commits add to it,

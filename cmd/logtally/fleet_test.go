@@ -513,3 +513,45 @@ func waitLong(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestFleetOutboxFullPausesReading stops PostgreSQL under a node whose
+// outbox holds two batches at most: it commits two, then pauses reading
+// (not ready, saying why), and once PostgreSQL is back it ships them,
+// reads on, and every line counts once, locally and in the fleet.
+func TestFleetOutboxFullPausesReading(t *testing.T) {
+	srv := pgtest.Start(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	appendLines(t, log)
+	m := start(t, time.Now, "run", "--fleet", srv.URL(), "--node", "solo", "--db", filepath.Join(dir, "db"),
+		"--listen", "127.0.0.1:0", "--flush-interval", "20ms", "--fleet-refresh", "50ms", "--fleet-max-outbox", "2", log)
+	srv.Stop()
+	now := func() string { return time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700") }
+	for i := range 4 {
+		commits := m.pipeline.Commits()
+		appendLines(t, log, line(fmt.Sprintf("192.0.2.%d", i), now(), "GET /a HTTP/1.1", 200, browser))
+		if i < 2 {
+			waitFor(t, "a commit", func() bool { return m.pipeline.Commits() > commits })
+		}
+	}
+	waitFor(t, "reading to pause", func() bool {
+		code, body := get(t, m, "/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "fleet outbox full")
+	})
+	var st api.Status
+	_, body := get(t, m, "/api/v1/status")
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Fleet == nil || st.Fleet.PendingBatches != 2 || st.Fleet.State == "shipping" {
+		t.Fatalf("status with a full outbox: %s", body)
+	}
+	srv.Restart()
+	waitFor(t, "the fleet to count every line", func() bool {
+		code, body := get(t, m, "/api/v1/stats")
+		return code == http.StatusOK && strings.Contains(body, `"requests":4,`)
+	})
+	if code, body := get(t, m, "/readyz"); code != http.StatusOK {
+		t.Errorf("readyz after shipping = %d %s", code, body)
+	}
+	if _, body := get(t, m, "/api/v1/stats?scope=node"); !strings.Contains(body, `"requests":4,`) {
+		t.Errorf("node stats = %s, want 4 requests", body)
+	}
+}
