@@ -63,7 +63,7 @@ func TestImportLayers(t *testing.T) {
 		{"fleet", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},
 		{"report", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", module + "/api", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},
-		{"api", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},
+		{"api", []string{module + "/classify", module + "/storage", module + "/fleet", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {

@@ -73,6 +73,40 @@ func (s *Snapshot) PathViews(path string) (int64, bool) {
 	return 0, false
 }
 
+// View is the live window and the recent history of a whole fleet of
+// nodes, as one read of the fleet database saw them: what a node in fleet
+// mode serves without waiting on that database. It is never changed once
+// published, so readers share it.
+type View struct {
+	// AsOf is when the read began, by the reading node's clock: the counts
+	// are at most this old, plus what nodes have not shipped yet.
+	AsOf   time.Time
+	Window Snapshot
+	Series Series // the last hour up to AsOf, by minute
+}
+
+// OutboxEntry is one committed batch waiting in a node's outbox to be
+// shipped to the fleet database: written by the store in the commit's own
+// transaction, read and deleted by the fleet's shipper.
+type OutboxEntry struct {
+	Seq       uint64    // its number: one more than the batch committed before it
+	Committed time.Time // when it was committed
+	Batch     []byte    // the batch's encoding (Batch.MarshalBinary); the entry's own copy
+}
+
+// OutboxStats is how much waits in a node's outbox.
+type OutboxStats struct {
+	Entries int64
+	Bytes   int64
+	Oldest  time.Time // commit time of the oldest entry; zero when empty
+	LastSeq uint64    // the number of the last batch written, shipped or not; 0 if none
+}
+
+// ErrOutboxFull means a node's outbox holds as many batches as it may
+// (--fleet-max-outbox): a commit that would add one more fails, so reading
+// pauses, the log keeping the lines, until the fleet database takes some.
+var ErrOutboxFull = errors.New("fleet outbox full")
+
 // Counts is what is stored for one minute, hour or day.
 type Counts struct {
 	Requests  int64

@@ -98,6 +98,9 @@ type Deps struct {
 	// day there. UTC if nil.
 	Zone   *time.Location
 	Logger *slog.Logger // discards if nil
+	// Fleet, in fleet mode, is what the API answers from by default; nil
+	// without fleet mode. See Fleet.
+	Fleet *Fleet
 }
 
 // History is the stored data the history endpoints read: a storage.Store,
@@ -123,6 +126,10 @@ type Server struct {
 	cacheControl []string
 	metrics      *routeMetrics
 	streams      *streams // nil when the event stream is off
+
+	fleetCache   atomic.Pointer[rendered] // bodies of the fleet's current View
+	fleetHistory *Server                  // answers history from the fleet database; nil without fleet mode
+	fleetOnly    bool                     // this is a fleetHistory: errors are the database's, 503
 }
 
 // New returns the API handler.
@@ -160,15 +167,22 @@ func New(cfg Config, deps Deps) *Server {
 	get := func(path string, h http.HandlerFunc) {
 		s.router.HandleFunc(path, s.counted(path, h)).Methods(http.MethodGet, http.MethodHead)
 	}
-	get("/api/v1/stats", s.stats)
-	get("/api/v1/pages", s.pages)
-	get("/api/v1/pages/count", s.pageCounts)
-	get("/api/v1/series", s.series)
+	if deps.Fleet != nil {
+		s.fleetHistory = newFleetHistory(cfg, deps)
+	}
+	get("/api/v1/stats", s.scoped(s.stats, s.fleetStats))
+	get("/api/v1/pages", s.scoped(s.pages, s.fleetPages))
+	get("/api/v1/pages/count", s.scoped(s.pageCounts, s.fleetPageCounts))
+	get("/api/v1/series", s.scoped(s.series, s.fleetSeries))
 	get("/api/v1/status", s.status)
 	get("/healthz", s.healthz)
 	get("/readyz", s.readyz)
 	if cfg.MaxStreams > 0 {
-		s.streams = newStreams(cfg.MaxStreams, deps.Snapshot, func() { s.rendered().eventBody(DefaultPagesLimit) })
+		s.streams = newStreams(cfg.MaxStreams, s.liveSnapshot, func() {
+			if c := s.live(); c != nil {
+				c.eventBody(DefaultPagesLimit)
+			}
+		})
 	}
 	s.router.HandleFunc("/api/v1/events", s.counted("/api/v1/events", s.events)).Methods(http.MethodGet)
 	if cfg.Dashboard {
@@ -203,6 +217,9 @@ type Stats struct {
 	PageViews   int64 `json:"pageviews"`
 	Requests    int64 `json:"requests"`
 	Rejected    int64 `json:"rejected"` // lines rejected in the window
+	// AsOf, in fleet mode, is when the fleet's counts were read: they are
+	// at most this old. Absent from a node's own answers, which are live.
+	AsOf time.Time `json:"as_of,omitzero"`
 }
 
 // Pages is the body of GET /api/v1/pages without from and to: the live
@@ -212,6 +229,7 @@ type Pages struct {
 	To            time.Time            `json:"to"`
 	WindowSeconds int64                `json:"window_seconds"`
 	Pages         []logtally.PageCount `json:"pages"`
+	AsOf          time.Time            `json:"as_of,omitzero"` // see Stats.AsOf
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {

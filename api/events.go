@@ -224,8 +224,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	var last *logtally.Snapshot
 	sendLatest := func() error {
-		c := s.rendered()
-		if c.snap == last {
+		c := s.live()
+		if c == nil || c.snap == last {
 			return nil
 		}
 		last = c.snap
@@ -270,7 +270,9 @@ func (c *rendered) eventBody(limit int) []byte {
 	if top == nil {
 		top = []logtally.PageCount{}
 	}
-	data := newBody(LiveBody{Stats: statsOf(snap), Pages: top}).data // ends in a newline
+	st := statsOf(snap)
+	st.AsOf = c.asOf
+	data := newBody(LiveBody{Stats: st, Pages: top}).data // ends in a newline
 	ev := make([]byte, 0, len(data)+len("event: snapshot\ndata: \n"))
 	ev = append(ev, "event: snapshot\ndata: "...)
 	ev = append(ev, data...)

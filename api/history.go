@@ -28,6 +28,7 @@ type SeriesBody struct {
 	// its retention; absent when it holds every step (days, by default).
 	KeptFrom time.Time     `json:"kept_from,omitzero"`
 	Points   []SeriesPoint `json:"points"`
+	AsOf     time.Time     `json:"as_of,omitzero"` // see Stats.AsOf
 }
 
 // SeriesPoint is one step of a SeriesBody. A step before kept_from, whose
@@ -146,6 +147,7 @@ func seriesBody(from, to time.Time, res logtally.Series) SeriesBody {
 // CountsBody is the body of GET /api/v1/pages/count.
 type CountsBody struct {
 	Pages []PageCounts `json:"pages"`
+	AsOf  time.Time    `json:"as_of,omitzero"` // of the window's page views; see Stats.AsOf
 }
 
 // PageCounts is one path's counts in a CountsBody.
@@ -194,6 +196,10 @@ func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
 
 // internal logs an unexpected error and answers 500 without its details.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if s.fleetOnly {
+		s.unavailable(w, r, err)
+		return
+	}
 	s.deps.Logger.Error("api", "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal error")
 }

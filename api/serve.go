@@ -35,6 +35,7 @@ func newBody(v any) *body {
 // publishes costs a pointer comparison and a write of bytes made once.
 type rendered struct {
 	snap   *logtally.Snapshot
+	asOf   time.Time // when the fleet's View was read; zero for the node's own window
 	stats  *body
 	pages  sync.Map // limit -> *body
 	events sync.Map // limit -> the event with limit pages, []byte
@@ -68,7 +69,8 @@ func (c *rendered) pagesBody(limit int) *body {
 	if top == nil {
 		top = []logtally.PageCount{} // an empty array, not null
 	}
-	b := newBody(Pages{From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second), Pages: top})
+	b := newBody(Pages{From: snap.From, To: snap.To, WindowSeconds: int64(snap.Length / time.Second), Pages: top,
+		AsOf: c.asOf})
 	c.pages.Store(limit, b)
 	return b
 }

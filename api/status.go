@@ -14,6 +14,7 @@ type Status struct {
 	Lines         LineStatus       `json:"lines"`
 	Samples       []RejectedSample `json:"rejected_samples"`
 	Store         StoreStatus      `json:"store"`
+	Fleet         *FleetStatus     `json:"fleet,omitempty"` // absent without fleet mode
 }
 
 // FileStatus is one followed or replayed file.
@@ -52,6 +53,30 @@ type StoreStatus struct {
 	Error      string    `json:"error,omitempty"`
 	Commits    int64     `json:"commits"`
 	LastCommit time.Time `json:"last_commit,omitzero"` // absent before the first commit
+}
+
+// FleetStatus is fleet mode's part of the status: how far this node has
+// shipped its commits to the fleet database, what waits in its outbox, and
+// what went wrong last.
+type FleetStatus struct {
+	Node string `json:"node"`
+	// State is connecting (the fleet database not reached since start),
+	// shipping, retrying (the last attempt failed; the outbox keeps the
+	// batches) or stopped (an error that retrying cannot mend: see
+	// last_error).
+	State                string    `json:"state"`
+	PendingBatches       int64     `json:"pending_batches"` // committed, not yet acknowledged and deleted
+	PendingBytes         int64     `json:"pending_bytes"`
+	OldestPendingSeconds float64   `json:"oldest_pending_seconds"` // age of the oldest pending batch; 0 when none
+	LastSeq              uint64    `json:"last_seq"`               // number of the last batch committed
+	AckedSeq             uint64    `json:"acked_seq"`              // the last batch the fleet acknowledged since start
+	Applied              int64     `json:"applied"`                // batches applied since start
+	Duplicates           int64     `json:"duplicates"`             // re-sent batches the fleet already had
+	Failures             int64     `json:"failures"`               // attempts that failed and were retried
+	LastError            string    `json:"last_error,omitempty"`   // the last failure, even after recovery
+	LastErrorAt          time.Time `json:"last_error_at,omitzero"`
+	AsOf                 time.Time `json:"as_of,omitzero"`          // when the fleet's counts served were read
+	RefreshError         string    `json:"refresh_error,omitempty"` // why the last read of them failed, if it did
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/storage"
 )
 
 // benchSource makes one node's batches as a busy site's would be: seven
@@ -129,4 +131,73 @@ func BenchmarkWindow(b *testing.B) {
 		b.Errorf("window holds %d requests, want %d", snap.Requests, 3*600*rate)
 	}
 	b.Logf("window: %d requests, %d visitors, %d pages", snap.Requests, snap.Visitors, len(snap.Pages))
+}
+
+// BenchmarkShip measures shipping end to end: each node's Node sends a
+// backlog of b.N committed batches from its bbolt outbox to a local
+// PostgreSQL (fsync on), one transaction per batch, deleting what was
+// acknowledged, with its Refresher reading the fleet's window meanwhile.
+// It reports batches and lines shipped per second, all nodes together,
+// for one node and for three at once, with batches of 100 lines (a second
+// of a quiet node), 1,000 (of a busy one) and 50,000 (a full commit). The backlog is
+// committed before the clock starts. It skips where PostgreSQL is not
+// installed.
+func BenchmarkShip(b *testing.B) {
+	srv := pgtest.Start(b, "fsync=on", "shared_buffers=128MB")
+	for _, nodes := range []int{1, 3} {
+		for _, lines := range []int{100, 1000, 50_000} {
+			b.Run(fmt.Sprintf("nodes=%d/lines=%d", nodes, lines), func(b *testing.B) {
+				url, err := srv.CreateDatabase(context.Background(), fmt.Sprintf("ship_%d", benchDBs.Add(1)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				now := time.Now()
+				outboxes := make([]Outbox, nodes)
+				for n := range nodes {
+					local, err := storage.Open(storage.Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC", Outbox: true}, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { local.Close() })
+					src := &benchSource{rng: rand.New(rand.NewPCG(uint64(n), 3)), rate: 5000, t0: now.Unix()}
+					for range b.N {
+						if err := local.Commit(src.batch(lines)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					outboxes[n] = local.Outbox()
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for n := range nodes {
+					cfg := DefaultConfig()
+					cfg.URL, cfg.Node = url, nodeName(n)
+					node := NewNode(cfg, outboxes[n], discard(), nil)
+					if _, err := node.Salt(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+					node.Start(context.Background())
+					wg.Go(func() {
+						defer node.Close()
+						for st := node.Stats(); st.Outbox.Entries > 0 || st.Acked < uint64(b.N); st = node.Stats() {
+							if st.State == StateStopped {
+								b.Error(st.LastError)
+								return
+							}
+							time.Sleep(time.Millisecond)
+						}
+					})
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				shipped := float64(b.N * nodes)
+				b.ReportMetric(shipped/elapsed.Seconds(), "batches/s")
+				b.ReportMetric(shipped*float64(lines)/elapsed.Seconds(), "lines/s")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
 }

@@ -24,6 +24,11 @@
 // Refresher reads the live window at most once per Config.Refresh and
 // publishes it, so that an HTTP handler reads the last answer and never
 // waits on PostgreSQL.
+//
+// A Node is a daemon's part in all this: it learns the fleet's salt, ships
+// the node's outbox (the batches its local store committed, numbered in
+// the same transactions) in order, retrying whatever fails, and runs the
+// Refresher and the pruner.
 package fleet
 
 import (

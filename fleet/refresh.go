@@ -15,14 +15,9 @@ import (
 const SeriesSpan = time.Hour
 
 // View is the fleet's live window and recent history as one refresh read
-// them. It is never changed once published, so readers share it.
-type View struct {
-	// AsOf is when the read began, by the node's clock: the counts are at
-	// most this old, plus what nodes have not shipped yet.
-	AsOf   time.Time
-	Window logtally.Snapshot
-	Series logtally.Series // the SeriesSpan up to AsOf, by minute
-}
+// them (the SeriesSpan up to AsOf, by minute). It is the domain's type, so
+// that the API can serve it without knowing this package.
+type View = logtally.View
 
 // Refresher reads a site's View from the fleet database at most once per
 // Config.Refresh, in its own goroutine, and publishes it, so that readers

@@ -10,13 +10,16 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/tailer"
 )
@@ -44,6 +47,9 @@ type Deps struct {
 	// StoreFile reports why the database file can no longer be used (it
 	// was deleted or replaced while open), or nil; nil when not checked.
 	StoreFile func() error
+	// Fleet returns fleet mode's figures (fleet.Node.Stats); nil without
+	// fleet mode.
+	Fleet func() fleet.NodeStats
 }
 
 // Report gathers the daemon's state for its operators.
@@ -68,6 +74,9 @@ func New(cfg Config, deps Deps) *Report {
 		fileCollector{deps.Files},
 		storeFileCollector{deps.StoreFile},
 	)
+	if deps.Fleet != nil {
+		r.registry.MustRegister(fleetCollector{deps.Fleet, deps.Now})
+	}
 	return r
 }
 
@@ -77,7 +86,9 @@ func (r *Report) Registry() *prometheus.Registry { return r.registry }
 // Ready reports why the daemon cannot make progress: commits failing, or
 // following stopped.
 func (r *Report) Ready() error {
-	if err := r.deps.Pipeline.Err(); err != nil {
+	if err := r.deps.Pipeline.Err(); errors.Is(err, logtally.ErrOutboxFull) {
+		return fmt.Errorf("reading paused until the fleet database takes the waiting batches: %w", err)
+	} else if err != nil {
 		return fmt.Errorf("store not writable: %w", err)
 	}
 	if r.deps.StoreFile != nil {
@@ -127,6 +138,9 @@ func (r *Report) Status() api.Status {
 	}
 	for _, s := range p.Samples() {
 		st.Samples = append(st.Samples, api.RejectedSample{Time: s.Time.UTC(), Reason: s.Reason, Line: s.Line})
+	}
+	if r.deps.Fleet != nil {
+		st.Fleet = fleetStatus(r.deps.Fleet(), r.deps.Now())
 	}
 	return st
 }

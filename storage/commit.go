@@ -14,7 +14,8 @@ import (
 
 // Commit writes everything a batch holds in one transaction: minute, hour
 // and day deltas, per-path counts (to the path log), the live window's
-// seconds and the file positions. On error nothing of the batch is stored
+// seconds and the file positions, and with Config.Outbox the batch itself,
+// numbered, for the fleet. On error nothing of the batch is stored
 // and the batch is left as it was, so that it can be committed again.
 //
 // A minute, hour or day older than its retention, counted back from the
@@ -23,13 +24,18 @@ import (
 func (s *Store) Commit(b *logtally.Batch) error {
 	now := s.now()
 	var kept logtally.Kept
+	entry, err := s.outbox.entry(b, now)
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	sc := &s.scratch
 	sc.pages.grow(len(b.Paths()))
 	sc.day.grow(len(b.Paths()))
 	defer sc.reset() // after an error, counts may be left in the tallies
-	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
+	err = s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
 		hours := make(map[int64]*record)
 		days := make(map[string]*record)
 		var dayPaths []dayDelta
@@ -100,11 +106,17 @@ func (s *Store) Commit(b *logtally.Batch) error {
 				return nil, err
 			}
 		}
+		if entry != nil {
+			if err := s.outbox.put(tx, entry); err != nil {
+				return nil, err
+			}
+		}
 		return ch, nil
 	})
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.outbox.added(entry)
 	if s.log.wantsCompaction() {
 		s.log.askCompaction()
 	}

@@ -64,6 +64,8 @@ const DefaultSite = "default"
 //	                                newest line's minute, from when each
 //	                                resolution is held whole (retention.go)
 //	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
+//	sites/<site>/outbox/<seq>       a committed batch waiting to be shipped to
+//	                                the fleet (fleet mode; see outbox.go)
 var (
 	bucketMeta      = []byte("meta")
 	bucketPositions = []byte("positions")
@@ -127,6 +129,13 @@ type Config struct {
 	// keeps its exact visitor set. A line later than that can only add to
 	// the minute's sketch, and the minute's visitors become approximate.
 	ExactVisitorsSpan time.Duration
+
+	// Outbox makes each commit also write the batch it committed to the
+	// outbox, numbered, for fleet mode's shipper (see Outbox).
+	Outbox bool
+	// MaxOutbox is the most batches the outbox holds: past it a commit
+	// fails with ErrOutboxFull. 0: no limit.
+	MaxOutbox int
 }
 
 // DefaultConfig returns the defaults: the one place they are written.
@@ -178,7 +187,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	if c.MinuteRetention < 0 || c.HourRetention < 0 || c.DayRetention < 0 || c.ExactVisitorsSpan < 0 ||
-		c.TopPages < 0 || c.MaxPaths < 0 || c.MaxDayPaths < 0 {
+		c.TopPages < 0 || c.MaxPaths < 0 || c.MaxDayPaths < 0 || c.MaxOutbox < 0 {
 		return errors.New("storage limits and retention must not be negative")
 	}
 	return nil
@@ -243,6 +252,8 @@ type Store struct {
 	kept    logtally.Kept       // lines committed to each resolution since Open
 
 	held []Held // spans kept longer than asked, decided at Open
+
+	outbox *Outbox
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
@@ -276,7 +287,10 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 		if err := s.init(tx); err != nil {
 			return err
 		}
-		return s.settleRetention(tx)
+		if err := s.settleRetention(tx); err != nil {
+			return err
+		}
+		return s.openOutbox(tx)
 	})
 	if err != nil {
 		db.Close()

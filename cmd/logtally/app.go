@@ -18,6 +18,7 @@ import (
 
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/report"
@@ -67,6 +68,7 @@ type Main struct {
 	API    api.Config
 	Log    LogConfig
 	Report report.Config
+	Fleet  fleet.Config // run only
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
 	Stdout io.Writer
@@ -88,6 +90,7 @@ type Main struct {
 	done     chan error     // the pipeline's result
 	tail     *tailer.Tailer
 	started  time.Time
+	fleet    *fleet.Node // nil without --fleet
 
 	// wrapStore, if set by a test, stands between ingest and the store.
 	wrapStore func(ingest.Committer) ingest.Committer
@@ -177,7 +180,7 @@ func (m *Main) check() error {
 		return fmt.Errorf("--format: %w", err)
 	}
 	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
-		m.API.Validate(), m.Store.Validate())
+		m.API.Validate(), m.fleetSettings(), m.Store.Validate())
 }
 
 // synopsis is each command's usage line.
@@ -222,6 +225,7 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 		fs.BoolVar(&m.RequireFiles, "require-files", false,
 			"make /readyz fail while a followed path or glob matches no file (they are reported either way)")
 		m.API.RegisterFlags(fs)
+		m.Fleet.RegisterFlags(fs)
 	} else {
 		// Replay has no window, but turns away lines as far ahead of the
 		// clock as run does.
@@ -264,10 +268,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if err := m.open(); err != nil {
+	ctx, m.cancel = context.WithCancel(ctx)
+	if err := m.open(ctx); err != nil {
 		return err
 	}
-	ctx, m.cancel = context.WithCancel(ctx)
 	if m.Command == "replay" {
 		return m.replay(ctx)
 	}
@@ -275,8 +279,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 }
 
 // open opens the store, and on it the live window and the pipeline that
-// feeds them.
-func (m *Main) open() error {
+// feeds them. In fleet mode, on a first start, it waits for the fleet
+// database (see salt).
+func (m *Main) open(ctx context.Context) error {
 	m.Parser.Logger = m.Logger // told once if the format falls back to gonx
 	format, err := m.Parser.Compile()
 	if err != nil {
@@ -292,7 +297,11 @@ func (m *Main) open() error {
 		m.Logger.Info("the log format has no user agent: crawlers cannot be told from people and count as visitors",
 			"format", format.String())
 	}
-	classifier, err := classify.New(rules, m.store.Salt())
+	salt, err := m.salt(ctx)
+	if err != nil {
+		return err
+	}
+	classifier, err := classify.New(rules, salt)
 	if err != nil {
 		return err
 	}
@@ -319,6 +328,10 @@ func (m *Main) run(ctx context.Context) error {
 	}
 	m.done = make(chan error, 1)
 	go func() { m.done <- m.pipeline.Run(ctx, chunks) }()
+	if m.fleet != nil {
+		m.fleet.Start(ctx)
+		deps.Fleet = m.fleet.Stats
+	}
 	m.readers.Add(1)
 	go func() {
 		defer m.readers.Done()
@@ -348,7 +361,8 @@ func (m *Main) serve(report *status.Report) error {
 	}
 	m.listener = ln
 	handler := api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
-		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Zone: m.store.Location(), Logger: m.Logger})
+		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Zone: m.store.Location(), Logger: m.Logger,
+		Fleet: m.apiFleet()})
 	m.server = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -503,6 +517,10 @@ func (m *Main) Close() error {
 	if m.debug != nil {
 		errs = append(errs, m.debug.Close()) // a profile being taken is cut short
 		m.debug = nil
+	}
+	if m.fleet != nil {
+		m.fleet.Close() // what it has not shipped waits in the store's outbox
+		m.fleet = nil
 	}
 	if m.store != nil {
 		errs = append(errs, m.store.Close())

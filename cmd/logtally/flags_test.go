@@ -22,7 +22,7 @@ func TestFlagErrors(t *testing.T) {
 		args string
 		want string
 	}{
-		{"run --nope", "logtally run: unknown flag --nope: run has no such flag\nsee 'logtally run --help'\n"},
+		{"run --bogus", "logtally run: unknown flag --bogus: run has no such flag\nsee 'logtally run --help'\n"},
 		{"run --windw 5m", "logtally run: unknown flag --windw: did you mean --window?\nsee 'logtally run --help'\n"},
 		{"replay --listen :1 x.log", "logtally replay: unknown flag --listen: it is a flag of 'logtally run', not of 'logtally replay'\nsee 'logtally replay --help'\n"},
 		{"replay --window-end log x.log", "logtally replay: unknown flag --window-end: it is a flag of 'logtally run', not of 'logtally replay'\nsee 'logtally replay --help'\n"},
@@ -33,6 +33,9 @@ func TestFlagErrors(t *testing.T) {
 		{"run --window-end now", "logtally run: --window-end \"now\": want clock or log\nsee 'logtally run --help'\n"},
 		{"run --log-level loud", "logtally run: --log-level \"loud\": want debug, info, warn or error\nsee 'logtally run --help'\n"},
 		{"run --nginx-conf " + conf, "logtally run: --nginx-conf: " + conf + ": log_format \"main\" not found: bad log format: the file defines upstream, json_logs (choose one with --log-format-name)\nsee 'logtally run --help'\n"},
+		{"run --fleet postgres://u:secret@db:notaport/x", "logtally run: --fleet: fleet URL: cannot parse `postgres://...@db:notaport/x`: invalid port\nsee 'logtally run --help'\n"},
+		{"run --fleet postgres://db/x --flush-lines 2000000", "logtally run: --flush-lines 2000000: at most 1048576 with --fleet (one commit must fit in one shipped batch)\nsee 'logtally run --help'\n"},
+		{"replay --fleet postgres://db/x x.log", "logtally replay: unknown flag --fleet: it is a flag of 'logtally run', not of 'logtally replay'\nsee 'logtally replay --help'\n"},
 		{"replay", "logtally replay: no FILE given: name the logs to read, such as /var/log/nginx/access.log.1\nsee 'logtally replay --help'\n"},
 		{"frob", "logtally: unknown command \"frob\": the commands are run, replay, report, check and version\nsee 'logtally --help'\n"},
 		{"--db x.db run", "logtally: flag --db before the command: write it after run, replay or report\nsee 'logtally --help'\n"},

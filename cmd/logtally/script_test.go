@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/logtally/logtally/internal/pgtest"
 )
 
 // testNowEnv, in the environment of a script's logtally, fixes its clock at
@@ -51,6 +54,10 @@ func scriptSetup(m *Main) {
 // testdata/sample.log and testdata/archive-2015.log in its work directory,
 // and $ADDR, a free loopback address, for a daemon to listen on.
 //
+// Where PostgreSQL is installed, one throwaway server serves every script:
+// $FLEET is the URL of a database on it, and the condition [postgres]
+// holds.
+//
 // Besides testscript's own, scripts have two commands:
 //
 //	transcript FILE      runs the "$ command" lines of FILE, as a shell
@@ -61,6 +68,13 @@ func scriptSetup(m *Main) {
 //	damagedb FILE BUCKET writes garbage over the root page of a bucket of
 //	                     the database FILE (see damageBucket)
 func TestScripts(t *testing.T) {
+	fleetURL := ""
+	if pgtest.Available() == nil {
+		var err error
+		if fleetURL, err = pgtest.Start(t).CreateDatabase(context.Background(), "scripts"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
@@ -81,7 +95,14 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("ADDR", ln.Addr().String())
+			env.Setenv("FLEET", fleetURL)
 			return ln.Close()
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "postgres" {
+				return fleetURL != "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"transcript": runTranscript,

@@ -126,6 +126,14 @@ func Start(tb testing.TB, settings ...string) *Server {
 	return s
 }
 
+// Available reports why Start would skip: nil when the PostgreSQL server
+// binaries are installed. A test that only sometimes needs a server asks
+// first.
+func Available() error {
+	_, err := findBin()
+	return err
+}
+
 // findBin returns the directory that holds initdb and postgres.
 func findBin() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {

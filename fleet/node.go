@@ -1,0 +1,320 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/logtally/logtally"
+)
+
+// Outbox is where a node's committed batches wait to be shipped, numbered
+// in commit order, and where the fleet's salt is kept once known:
+// *storage.Outbox.
+type Outbox interface {
+	// Next returns the entry with the smallest number above after.
+	Next(after uint64) (logtally.OutboxEntry, bool, error)
+	// Delete deletes the entries numbered up to through.
+	Delete(through uint64) (int, error)
+	Stats() (logtally.OutboxStats, error)
+	// Written receives a value after a commit adds an entry.
+	Written() <-chan struct{}
+	Salt() (uint64, bool, error)
+	SetSalt(uint64) error
+}
+
+// Node states, as NodeStats reports them.
+const (
+	StateConnecting = "connecting" // the fleet database has not been reached since start
+	StateShipping   = "shipping"   // the last shipment (or check) succeeded
+	StateRetrying   = "retrying"   // the last shipment failed; it is tried again
+	StateStopped    = "stopped"    // shipping stopped on an error retrying cannot mend
+)
+
+var (
+	// ErrNodeReused means the fleet holds batches of this node's name
+	// numbered beyond any this node has committed: another node uses the
+	// name, or this node's database was replaced. Its batches would be
+	// taken for duplicates and dropped, so shipping stops.
+	ErrNodeReused = errors.New("node name already used by another node's batches")
+	// ErrSaltChanged means the fleet database's salt is not the one this
+	// node hashed its visitors with (the fleet database was created anew
+	// since): its batches cannot be counted there, so shipping stops.
+	ErrSaltChanged = errors.New("fleet database has another visitor salt than this node's")
+	// ErrNotConnected means the fleet database has not been reached since
+	// the node started.
+	ErrNotConnected = errors.New("fleet database not reached yet")
+)
+
+// Timing of a Node.
+const (
+	minBackoff     = 100 * time.Millisecond
+	maxBackoff     = 2 * time.Second
+	connectTimeout = 10 * time.Second // one attempt to open the fleet database
+	applyTimeout   = 30 * time.Second // one batch
+	queryTimeout   = 5 * time.Second  // a history query of the API
+	pruneInterval  = time.Minute
+	// deleteEvery is how many acknowledged entries may wait before they
+	// are deleted from the outbox together: one local write for many
+	// shipments while catching up. A crash before the delete only re-sends
+	// them, and the cursor drops them.
+	deleteEvery = 64
+)
+
+// Node is this node's part in a fleet: it learns the fleet's visitor salt,
+// ships the outbox to the fleet database in order, keeps the fleet's View
+// fresh with a Refresher, and prunes. It connects and ships in its own
+// goroutine, retrying while the database is unreachable, so nothing waits
+// on PostgreSQL except Salt on a node's very first start.
+type Node struct {
+	cfg    Config
+	outbox Outbox
+	log    *slog.Logger
+	now    func() time.Time
+
+	store     atomic.Pointer[Store]
+	refresher atomic.Pointer[Refresher]
+
+	mu      sync.Mutex
+	state   string
+	lastErr error
+	errAt   time.Time
+
+	acked      atomic.Uint64 // the last batch the fleet acknowledged
+	applied    atomic.Int64
+	duplicates atomic.Int64
+	failures   atomic.Int64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewNode returns the node cfg describes, shipping from outbox. now is its
+// clock (time.Now if nil). Start starts it; Close stops it.
+func NewNode(cfg Config, outbox Outbox, logger *slog.Logger, now func() time.Time) *Node {
+	if now == nil {
+		now = time.Now
+	}
+	return &Node{cfg: cfg.withDefaults(), outbox: outbox, log: logger, now: now, state: StateConnecting}
+}
+
+// Salt returns the fleet's visitor-hash salt: the one cached in the
+// outbox's store, or on a first start the one the fleet database holds
+// (created by the first node), which it waits for, retrying, until ctx is
+// done. Every node must hash visitors with it.
+func (n *Node) Salt(ctx context.Context) (uint64, error) {
+	salt, ok, err := n.outbox.Salt()
+	if err != nil || ok {
+		return salt, err
+	}
+	n.log.Info("fleet: first start in fleet mode: waiting for the fleet database, whose visitor salt this node must hash with",
+		"node", n.cfg.Node)
+	st, err := n.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := n.outbox.SetSalt(st.Salt()); err != nil {
+		st.Close()
+		return 0, fmt.Errorf("fleet: keep the salt: %w", err)
+	}
+	n.store.Store(st)
+	return st.Salt(), nil
+}
+
+// Start connects, if Salt has not, and ships until Close. It returns at
+// once.
+func (n *Node) Start(ctx context.Context) {
+	ctx, n.cancel = context.WithCancel(ctx)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.run(ctx)
+	}()
+}
+
+func (n *Node) run(ctx context.Context) {
+	st := n.store.Load()
+	if st == nil {
+		var err error
+		if st, err = n.connect(ctx); err != nil {
+			return // ctx is done
+		}
+		n.store.Store(st)
+	}
+	if err := n.checkSalt(st); err != nil {
+		n.stop(err)
+		return
+	}
+	n.refresher.Store(NewRefresher(st, logtally.DefaultSite, n.log))
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		st.RunPruner(ctx, pruneInterval, n.log)
+	}()
+	n.ship(ctx, st)
+}
+
+// checkSalt makes sure this node hashed its visitors with the salt of the
+// fleet database it reached.
+func (n *Node) checkSalt(st *Store) error {
+	salt, ok, err := n.outbox.Salt()
+	switch {
+	case err != nil:
+		return fmt.Errorf("fleet: read the cached salt: %w", err)
+	case !ok: // Salt was not called: nothing was hashed with another salt
+		return n.outbox.SetSalt(st.Salt())
+	case salt != st.Salt():
+		return fmt.Errorf("fleet: %w: the fleet database was made anew since this node first shipped", ErrSaltChanged)
+	}
+	return nil
+}
+
+// connect opens the fleet database, retrying with backoff until it
+// succeeds or ctx is done.
+func (n *Node) connect(ctx context.Context) (*Store, error) {
+	backoff := minBackoff
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, connectTimeout)
+		st, err := Open(actx, n.cfg, n.log)
+		cancel()
+		if err == nil {
+			st.Now = n.now
+			n.log.Info("fleet: connected", "node", n.cfg.Node, "attempts", attempt+1)
+			return st, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		n.failed(StateConnecting, err)
+		if attempt == 0 {
+			n.log.Warn("fleet: cannot reach the fleet database; counting locally and trying again", "err", err)
+		}
+		if !sleep(ctx, &backoff) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// sleep waits for *backoff or until ctx is done, and doubles *backoff up
+// to maxBackoff. It reports whether ctx is still live.
+func sleep(ctx context.Context, backoff *time.Duration) bool {
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	*backoff = min(2**backoff, maxBackoff)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// failed records an error that is retried.
+func (n *Node) failed(state string, err error) {
+	n.failures.Add(1)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.state, n.lastErr, n.errAt = state, err, n.now()
+}
+
+// stop records an error that ends shipping, and logs it.
+func (n *Node) stop(err error) {
+	n.log.Error("fleet: shipping stopped; the outbox keeps every batch", "err", err)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.state, n.lastErr, n.errAt = StateStopped, err, n.now()
+}
+
+// succeeded records a shipment or check that worked.
+func (n *Node) succeeded() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.state = StateShipping
+}
+
+// Close stops shipping, refreshing and pruning, waits for them, and closes
+// the connections. The outbox keeps what was not shipped.
+func (n *Node) Close() {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	if r := n.refresher.Load(); r != nil {
+		r.Close()
+	}
+	if st := n.store.Load(); st != nil {
+		st.Close()
+	}
+}
+
+// Current returns the fleet's last View, or nil before the first read. It
+// never blocks.
+func (n *Node) Current() *logtally.View {
+	if r := n.refresher.Load(); r != nil {
+		return r.Current()
+	}
+	return nil
+}
+
+// Series answers the fleet's history, within a time limit: the API's
+// History.
+func (n *Node) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
+	st := n.store.Load()
+	if st == nil {
+		return logtally.Series{Step: step}, ErrNotConnected
+	}
+	return History{Store: st, Site: logtally.DefaultSite, Timeout: queryTimeout}.Series(from, to, step)
+}
+
+// PathCounts answers the fleet's page views per path today and in all,
+// within a time limit: the API's History.
+func (n *Node) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
+	st := n.store.Load()
+	if st == nil {
+		return nil, ErrNotConnected
+	}
+	return History{Store: st, Site: logtally.DefaultSite, Timeout: queryTimeout}.PathCounts(paths, day)
+}
+
+// NodeStats is what a Node reports of itself: how far it has shipped, what
+// waits, and what went wrong last.
+type NodeStats struct {
+	Node        string
+	State       string // StateConnecting, StateShipping, StateRetrying or StateStopped
+	Outbox      logtally.OutboxStats
+	Acked       uint64 // the last batch the fleet acknowledged since start; 0 if none
+	Applied     int64  // batches applied since start
+	Duplicates  int64  // batches the fleet had already: re-sent after a lost reply or a crash
+	Failures    int64  // attempts that failed and were retried
+	LastError   error  // the last failure, even if shipping has recovered since
+	LastErrorAt time.Time
+	AsOf        time.Time // when the current View was read; zero before the first
+	// RefreshError is the last refresh's error if it failed: the View is
+	// older than Config.Refresh.
+	RefreshError error
+}
+
+// Stats returns the node's figures. It reads the outbox's, which costs a
+// read transaction of the local store.
+func (n *Node) Stats() NodeStats {
+	st := NodeStats{Node: n.cfg.Node, Acked: n.acked.Load(), Applied: n.applied.Load(),
+		Duplicates: n.duplicates.Load(), Failures: n.failures.Load()}
+	n.mu.Lock()
+	st.State, st.LastError, st.LastErrorAt = n.state, n.lastErr, n.errAt
+	n.mu.Unlock()
+	var err error
+	if st.Outbox, err = n.outbox.Stats(); err != nil && st.LastError == nil {
+		st.LastError = err
+	}
+	if r := n.refresher.Load(); r != nil {
+		if v := r.Current(); v != nil {
+			st.AsOf = v.AsOf
+		}
+		_, st.RefreshError = r.LastError()
+	}
+	return st
+}

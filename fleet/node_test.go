@@ -1,0 +1,224 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/storage"
+)
+
+// waitFor polls cond every 10 ms until it holds, failing the test after 60
+// seconds: a wait on a condition, never a sleep that decides the verdict.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// localStore opens a node's bbolt store with the outbox on.
+func localStore(t *testing.T) *storage.Store {
+	t.Helper()
+	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC", Outbox: true},
+		func() time.Time { return time.Unix(t0+3600, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// startNode starts a Node of url named name on the store's outbox, with its
+// clock at the newest line, so that its pruner keeps the live seconds, and
+// stops it when the test ends.
+func startNode(t *testing.T, url, name string, local *storage.Store) *Node {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.URL, cfg.Node, cfg.Refresh = url, name, 50*time.Millisecond
+	n := NewNode(cfg, local.Outbox(), discard(), func() time.Time { return time.Unix(t0+liveSpan, 0) })
+	if _, err := n.Salt(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	n.Start(testContext(t))
+	t.Cleanup(n.Close)
+	return n
+}
+
+// shippedAll reports whether a node has shipped and deleted every batch
+// its store committed.
+func shippedAll(n *Node, committed int) bool {
+	st := n.Stats()
+	return st.Outbox.Entries == 0 && st.Acked == uint64(committed) && st.State == StateShipping
+}
+
+// TestNodeShipsOutboxExactlyOnce commits three nodes' batches to their
+// local stores, half before their Nodes start and half while they ship,
+// through a proxy that loses COMMIT replies: every batch counts exactly
+// once, and each node's outbox ends empty.
+func TestNodeShipsOutboxExactlyOnce(t *testing.T) {
+	srv := pgtest.Start(t)
+	proxy := srv.Proxy(t)
+	w := generate(rand.New(rand.NewPCG(51, 52)), 3, 10, 400)
+	locals := make([]*storage.Store, 3)
+	for i := range locals {
+		locals[i] = localStore(t)
+		for _, b := range w.batches[i][:5] {
+			if err := locals[i].Commit(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	nodes := make([]*Node, 3)
+	for i := range nodes {
+		nodes[i] = startNode(t, proxy.URL(), nodeName(i), locals[i])
+	}
+	proxy.LoseCommitReplies(3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			for _, b := range w.batches[i][5:] {
+				if err := locals[i].Commit(b); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var dups, failures int64
+	for i, n := range nodes {
+		waitFor(t, nodeName(i)+" to ship everything", func() bool { return shippedAll(n, 10) })
+		dups += n.Stats().Duplicates
+		failures += n.Stats().Failures
+	}
+	waitFor(t, "three lost replies", func() bool { return proxy.Lost() == 3 })
+	t.Logf("%d replies lost, %d failures retried, %d duplicates", proxy.Lost(), failures, dups)
+	checkShipped(t, open(t, srv.URL(), "reader", time.Unix(t0+3600, 0)), w)
+	waitFor(t, "a view", func() bool { return nodes[0].Current() != nil })
+}
+
+// TestNodeResync starts nodes whose outboxes disagree with the fleet's
+// cursor in each way that can happen.
+func TestNodeResync(t *testing.T) {
+	srv := pgtest.Start(t)
+	w := generate(rand.New(rand.NewPCG(61, 62)), 1, 4, 100)
+	fill := func(t *testing.T, s *storage.Store) {
+		for _, b := range w.batches[0] {
+			if err := s.Commit(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// applyDirect applies batches 1..n as a node that died before it
+	// deleted them from its outbox would have.
+	applyDirect := func(t *testing.T, url, node string, n int) {
+		s := open(t, url, node, time.Unix(t0+3600, 0))
+		for i, b := range w.batches[0][:n] {
+			if _, err := s.Apply(testContext(t), node, uint64(i+1), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("acknowledgement lost", func(t *testing.T) {
+		url, _ := srv.CreateDatabase(testContext(t), "lost")
+		local := localStore(t)
+		fill(t, local)
+		applyDirect(t, url, nodeName(0), 3)
+		n := startNode(t, url, nodeName(0), local)
+		waitFor(t, "shipping", func() bool { return shippedAll(n, 4) })
+		if st := n.Stats(); st.Duplicates != 3 || st.Applied != 1 {
+			t.Errorf("stats = %+v, want 3 duplicates and 1 applied", st)
+		}
+		checkShipped(t, open(t, url, "reader", time.Unix(t0+3600, 0)), w)
+	})
+	stopped := func(t *testing.T, n *Node, want error) {
+		waitFor(t, "shipping to stop", func() bool { return n.Stats().State == StateStopped })
+		if st := n.Stats(); !errors.Is(st.LastError, want) || st.Applied != 0 {
+			t.Errorf("stats = %+v, want %v and nothing applied", st, want)
+		}
+	}
+	t.Run("gap", func(t *testing.T) {
+		url, _ := srv.CreateDatabase(testContext(t), "gap")
+		local := localStore(t)
+		fill(t, local)
+		local.Outbox().Delete(2) // lost from the fleet database after it acknowledged them
+		stopped(t, startNode(t, url, "a", local), ErrGap)
+	})
+	t.Run("name reused", func(t *testing.T) {
+		url, _ := srv.CreateDatabase(testContext(t), "reused")
+		applyDirect(t, url, "a", 4)
+		local := localStore(t)
+		local.Commit(w.batches[0][0])
+		stopped(t, startNode(t, url, "a", local), ErrNodeReused)
+	})
+	t.Run("salt changed", func(t *testing.T) {
+		url, _ := srv.CreateDatabase(testContext(t), "salt")
+		local := localStore(t)
+		local.Outbox().SetSalt(1)
+		fill(t, local)
+		stopped(t, startNode(t, url, "a", local), ErrSaltChanged)
+	})
+}
+
+// TestNodeFirstStartWaitsForSalt starts a node that has never reached the
+// fleet database while it is down: Salt waits, and returns the fleet's salt
+// once the database is back, and a later start finds it cached.
+func TestNodeFirstStartWaitsForSalt(t *testing.T) {
+	srv := pgtest.Start(t)
+	want := open(t, srv.URL(), "first", time.Unix(t0, 0)).Salt()
+	srv.Stop()
+	local := localStore(t)
+	n := NewNode(Config{URL: srv.URL(), Node: "a"}, local.Outbox(), discard(), nil)
+	type result struct {
+		salt uint64
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		salt, err := n.Salt(testContext(t))
+		done <- result{salt, err}
+	}()
+	waitFor(t, "a failed attempt", func() bool { return n.Stats().Failures > 0 })
+	select {
+	case r := <-done:
+		t.Fatalf("Salt returned %v while the database is down", r.err)
+	default:
+	}
+	srv.Restart()
+	r := <-done
+	n.Close()
+	if r.err != nil || r.salt != want {
+		t.Fatalf("Salt = %x, %v; want %x", r.salt, r.err, want)
+	}
+	srv.Stop()
+	again := NewNode(Config{URL: srv.URL(), Node: "a"}, local.Outbox(), discard(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if salt, err := again.Salt(ctx); salt != want || err != nil {
+		t.Errorf("Salt with the database down, cached = %x, %v", salt, err)
+	}
+}
+
+// TestNodeHistoryBeforeConnecting: the API's history reads say so, rather
+// than wait, before the database is reached.
+func TestNodeHistoryBeforeConnecting(t *testing.T) {
+	n := NewNode(Config{URL: "postgres://127.0.0.1:1/x", Node: "a"}, nil, discard(), nil)
+	if _, err := n.Series(time.Unix(t0, 0), time.Unix(t0+60, 0), time.Minute); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("Series = %v", err)
+	}
+	if _, err := n.PathCounts([]string{"/"}, time.Unix(t0, 0)); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("PathCounts = %v", err)
+	}
+	if n.Current() != nil {
+		t.Error("a view before any read")
+	}
+}

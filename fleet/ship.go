@@ -1,0 +1,173 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/logtally/logtally"
+)
+
+// shipment is the state of a Node's shipping to one Store.
+type shipment struct {
+	n       *Node
+	st      *Store
+	acked   uint64 // the last entry the fleet acknowledged
+	deleted uint64 // entries up to this are deleted from the outbox
+	failing bool   // the last attempt failed
+}
+
+// ship sends the outbox to st in number order, one transaction per batch,
+// until ctx is done or an error that retrying cannot mend (a gap, a reused
+// node name, an undecodable entry) stops it. Any other error is retried,
+// with backoff, on the same batch: Apply's cursor tells a batch applied
+// before from a new one, so a re-sent batch is counted once.
+func (n *Node) ship(ctx context.Context, st *Store) {
+	sh := &shipment{n: n, st: st}
+	defer sh.flush()
+	backoff := minBackoff
+	synced := false
+	for ctx.Err() == nil {
+		var err error
+		if !synced {
+			err = sh.resync(ctx)
+			synced = err == nil
+		} else {
+			err = sh.next(ctx)
+		}
+		switch {
+		case err == nil:
+			backoff = minBackoff
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrGap) || errors.Is(err, ErrNodeReused) || errors.Is(err, logtally.ErrBadBatch):
+			n.stop(err)
+			return
+		default:
+			sh.failed(err)
+			if !sleep(ctx, &backoff) {
+				return
+			}
+		}
+	}
+}
+
+// resync reads the node's cursor and checks it against the outbox: entries
+// at or below it were applied although their acknowledgement was lost
+// (a crash, a lost reply), and are deleted; the first entry must be the
+// cursor's next.
+func (sh *shipment) resync(ctx context.Context) error {
+	n := sh.n
+	qctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	cursor, err := sh.st.LastSeq(qctx, logtally.DefaultSite, n.cfg.Node)
+	cancel()
+	if err != nil {
+		return err
+	}
+	stats, err := n.outbox.Stats()
+	if err != nil {
+		return err
+	}
+	if stats.LastSeq < cursor {
+		return fmt.Errorf("fleet: the fleet holds batches of node %q up to %d, and this node has committed %d: %w; give this node a new --node",
+			n.cfg.Node, cursor, stats.LastSeq, ErrNodeReused)
+	}
+	first, ok, err := n.outbox.Next(0)
+	if err != nil {
+		return err
+	}
+	next := stats.LastSeq + 1
+	if ok {
+		next = first.Seq
+	}
+	if next > cursor+1 {
+		return fmt.Errorf("fleet: node %q's cursor is at %d and its next batch is %d: batches %d to %d are missing from the fleet database: %w",
+			n.cfg.Node, cursor, next, cursor+1, next-1, ErrGap)
+	}
+	dups, err := n.outbox.Delete(cursor)
+	if err != nil {
+		return err
+	}
+	n.duplicates.Add(int64(dups))
+	sh.acked, sh.deleted = cursor, cursor
+	n.acked.Store(cursor)
+	sh.recovered()
+	return nil
+}
+
+// next ships the next entry, or when there is none deletes what was
+// acknowledged and waits for a commit to add one.
+func (sh *shipment) next(ctx context.Context) error {
+	n := sh.n
+	e, ok, err := n.outbox.Next(sh.acked)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := sh.flush(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-n.outbox.Written():
+		}
+		return nil
+	}
+	if e.Seq != sh.acked+1 {
+		return fmt.Errorf("fleet: outbox entry %d follows %d: %w", e.Seq, sh.acked, ErrGap)
+	}
+	var b logtally.Batch
+	if err := b.UnmarshalBinary(e.Batch); err != nil {
+		return fmt.Errorf("fleet: outbox entry %d: %w", e.Seq, err)
+	}
+	actx, cancel := context.WithTimeout(ctx, applyTimeout)
+	applied, err := sh.st.Apply(actx, n.cfg.Node, e.Seq, &b)
+	cancel()
+	if err != nil {
+		return err
+	}
+	sh.acked = e.Seq
+	n.acked.Store(e.Seq)
+	if applied {
+		n.applied.Add(1)
+	} else {
+		n.duplicates.Add(1)
+	}
+	sh.recovered()
+	if sh.acked-sh.deleted >= deleteEvery {
+		return sh.flush()
+	}
+	return nil
+}
+
+// flush deletes the acknowledged entries from the outbox.
+func (sh *shipment) flush() error {
+	if sh.deleted >= sh.acked {
+		return nil
+	}
+	if _, err := sh.n.outbox.Delete(sh.acked); err != nil {
+		return err
+	}
+	sh.deleted = sh.acked
+	return nil
+}
+
+// failed records a failure to retry; the first of a run is logged.
+func (sh *shipment) failed(err error) {
+	if !sh.failing {
+		sh.n.log.Warn("fleet: shipping failed; counting locally, the outbox keeps the batches, trying again",
+			"err", err, "acked", sh.acked)
+	}
+	sh.failing = true
+	sh.n.failed(StateRetrying, err)
+	sh.flush() // what was acknowledged need not be sent again; an error here is met again later
+}
+
+// recovered records a success, and logs the end of a run of failures.
+func (sh *shipment) recovered() {
+	if sh.failing {
+		sh.n.log.Info("fleet: shipping again", "acked", sh.acked)
+	}
+	sh.failing = false
+	sh.n.succeeded()
+}

@@ -1,0 +1,62 @@
+package status
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/fleet"
+)
+
+// TestFleetStatus: while shipping fails, the status and the metrics show
+// the lag and the last error, and the daemon stays ready.
+func TestFleetStatus(t *testing.T) {
+	p, _ := pipeline(t)
+	now := t0.Add(time.Hour)
+	stats := fleet.NodeStats{Node: "web-1", State: fleet.StateRetrying,
+		Outbox: logtally.OutboxStats{Entries: 12, Bytes: 3400, Oldest: now.Add(-90 * time.Second), LastSeq: 40},
+		Acked:  28, Applied: 20, Duplicates: 1, Failures: 7, LastError: errors.New("dial tcp 127.0.0.1:5432: connection refused"),
+		LastErrorAt: now.Add(-time.Second), AsOf: now.Add(-95 * time.Second)}
+	r := New(Config{}, Deps{Pipeline: p, Now: func() time.Time { return now }, Fleet: func() fleet.NodeStats { return stats }})
+	got := r.Status().Fleet
+	want := &api.FleetStatus{Node: "web-1", State: "retrying", PendingBatches: 12, PendingBytes: 3400,
+		OldestPendingSeconds: 90, LastSeq: 40, AckedSeq: 28, Applied: 20, Duplicates: 1, Failures: 7,
+		LastError: "dial tcp 127.0.0.1:5432: connection refused", LastErrorAt: now.Add(-time.Second), AsOf: now.Add(-95 * time.Second)}
+	if got == nil || *got != *want {
+		t.Errorf("fleet status = %+v\nwant %+v", got, want)
+	}
+	if err := r.Ready(); err != nil {
+		t.Errorf("Ready() = %v while shipping fails; want ready", err)
+	}
+	families, err := r.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			if len(m.GetLabel()) > 0 {
+				name += " " + m.GetLabel()[0].GetValue()
+			}
+			values[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{"logtally_fleet_outbox_batches": 12, "logtally_fleet_outbox_bytes": 3400,
+		"logtally_fleet_outbox_oldest_seconds": 90, "logtally_fleet_shipped_batches_total applied": 20,
+		"logtally_fleet_shipped_batches_total duplicate": 1, "logtally_fleet_ship_failures_total": 7,
+		"logtally_fleet_shipping": 0, "logtally_fleet_view_age_seconds": 95} {
+		if got, ok := values[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+}
+
+func TestNoFleetStatusWithoutFleet(t *testing.T) {
+	p, _ := pipeline(t)
+	if st := New(Config{}, Deps{Pipeline: p}).Status(); st.Fleet != nil {
+		t.Errorf("fleet status without fleet mode: %+v", st.Fleet)
+	}
+}
