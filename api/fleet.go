@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -170,20 +169,10 @@ func (s *Server) fleetSeries(w http.ResponseWriter, r *http.Request) {
 // fleetPageCounts answers /pages/count from the fleet database, and the
 // window's page views from the View.
 func (s *Server) fleetPageCounts(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r, []string{"path"}); err != nil {
+	paths, err := countPaths(r)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
-	}
-	paths := r.URL.Query()["path"]
-	if len(paths) == 0 || len(paths) > MaxCountPaths {
-		writeError(w, http.StatusBadRequest, "give 1 to "+strconv.Itoa(MaxCountPaths)+" path parameters")
-		return
-	}
-	for _, p := range paths {
-		if !strings.HasPrefix(p, "/") || len(p) > MaxPathLength {
-			writeError(w, http.StatusBadRequest, "a path must start with / and be at most "+strconv.Itoa(MaxPathLength)+" bytes")
-			return
-		}
 	}
 	v := s.deps.Fleet.View()
 	if v == nil {

@@ -158,6 +158,23 @@ type PageCounts struct {
 	TotalPageViews  int64  `json:"total_pageviews"`
 }
 
+// countPaths reads the path parameters of /api/v1/pages/count.
+func countPaths(r *http.Request) ([]string, error) {
+	if err := onlyParams(r, []string{"path"}); err != nil {
+		return nil, err
+	}
+	paths := r.URL.Query()["path"]
+	if len(paths) == 0 || len(paths) > MaxCountPaths {
+		return nil, errors.New("give 1 to " + strconv.Itoa(MaxCountPaths) + " path parameters")
+	}
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/") || len(p) > MaxPathLength {
+			return nil, errors.New("a path must start with / and be at most " + strconv.Itoa(MaxPathLength) + " bytes")
+		}
+	}
+	return paths, nil
+}
+
 // pageCounts answers GET /api/v1/pages/count?path=A&path=B: the counter an
 // article or listing shows next to each item.
 func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
@@ -165,20 +182,10 @@ func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no history is kept")
 		return
 	}
-	if err := onlyParams(r, []string{"path"}); err != nil {
+	paths, err := countPaths(r)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
-	}
-	paths := r.URL.Query()["path"]
-	if len(paths) == 0 || len(paths) > MaxCountPaths {
-		writeError(w, http.StatusBadRequest, "give 1 to "+strconv.Itoa(MaxCountPaths)+" path parameters")
-		return
-	}
-	for _, p := range paths {
-		if !strings.HasPrefix(p, "/") || len(p) > MaxPathLength {
-			writeError(w, http.StatusBadRequest, "a path must start with / and be at most "+strconv.Itoa(MaxPathLength)+" bytes")
-			return
-		}
 	}
 	counts, err := s.deps.History.PathCounts(paths, s.deps.Now())
 	if err != nil {

@@ -349,6 +349,19 @@ func (l *pathLog) apply(ch *logChange) {
 	}
 }
 
+// seenBy returns the change that the file seen by read transaction txID
+// holds but the counts do not have yet (nil if none), or stale if the
+// counts have moved past that file. Called under l.mu.
+func (l *pathLog) seenBy(txID int) (next *logChange, stale bool) {
+	if txID < l.applied {
+		return nil, true
+	}
+	if l.next != nil && txID >= l.nextTx {
+		return l.next, false
+	}
+	return nil, false // none, or the file is from before it
+}
+
 // counts calls fn with the pending page views, per day, of each of paths
 // (by index) that the file seen by read transaction txID holds in its log.
 // It reports false, having called fn for nothing, if the counts have moved
@@ -356,12 +369,9 @@ func (l *pathLog) apply(ch *logChange) {
 func (l *pathLog) counts(txID int, paths []string, fn func(i int, day uint32, n int64)) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if txID < l.applied {
+	next, stale := l.seenBy(txID)
+	if stale {
 		return false
-	}
-	next := l.next
-	if next != nil && txID < l.nextTx {
-		next = nil // the file is from before it
 	}
 	if next != nil && next.compacted {
 		return true // the file holds the whole log in its shards
@@ -404,12 +414,9 @@ func (l *pathLog) counts(txID int, paths []string, fn func(i int, day uint32, n 
 func (l *pathLog) dayCounts(txID int, want func(day uint32) bool, fn func(path string, n int64)) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if txID < l.applied {
+	next, stale := l.seenBy(txID)
+	if stale {
 		return false
-	}
-	next := l.next
-	if next != nil && txID < l.nextTx {
-		next = nil // the file is from before it
 	}
 	if next != nil && next.compacted {
 		return true // the file holds the whole log in its shards
