@@ -38,7 +38,8 @@ type Checkpoint interface {
 // or at the window's last second if the minute is not over yet: with the
 // minute's visitors, so that visitors stay exact, and its top pages for
 // what they hold beyond the seconds. Such lines leave the window up to a
-// minute late.
+// minute late. The lines rejected in each minute count in its last second
+// the same way.
 //
 // A window that starts inside a minute holds only part of it, and the
 // checkpoint may hold only part of it too: a run drops the seconds that
@@ -103,6 +104,7 @@ func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) 
 	}
 	for _, m := range minutes {
 		last := m.Time.Unix() + 59
+		w.SeedRejected(last, m.Rejected)
 		if m.Time.Unix() == first && !wholeFirst {
 			continue // its seconds alone
 		}

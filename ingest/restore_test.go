@@ -260,3 +260,32 @@ func TestRestorePrunedFirstMinute(t *testing.T) {
 		t.Errorf("restored window:\n%s\nlive window:\n%s", got, want)
 	}
 }
+
+// TestRestoreRejected: the lines rejected in the window's minutes are
+// counted in the restored window, from the live run's minutes as from a
+// replay's.
+func TestRestoreRejected(t *testing.T) {
+	store := openStore(t)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	now := t0.Add(5 * time.Minute)
+	bad := func(c tailer.Chunk, n int) tailer.Chunk {
+		c.Data = append(c.Data, bytes.Repeat([]byte("not a log line\n"), n)...)
+		c.Offset += int64(n * len("not a log line\n"))
+		return c
+	}
+	ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, bad(chunk(0, 0, 100), 3))
+	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, bad(otherClients(chunk(0, 130, 10)), 2))
+
+	w, err := Restore(store, wcfg, AnchorClock, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.Current()
+	_, _, rejected, _, _ := storedTotals(t, store, s.From, s.To)
+	if rejected != 5 {
+		t.Fatalf("stored minutes hold %d rejected lines, want 5", rejected)
+	}
+	if s.Rejected != rejected {
+		t.Errorf("restored window: %d rejected, want the stored %d", s.Rejected, rejected)
+	}
+}
