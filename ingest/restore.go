@@ -29,12 +29,23 @@ type Checkpoint interface {
 // stopped.
 //
 // The window ends at now, or with anchor AnchorLog at the last second of
-// the newest stored minute (at 1970 when nothing is stored). It is refilled
-// exactly from the per-second state that a previous run's commits kept, and,
-// for the older part of the window that only a replay wrote (replay keeps
-// no per-second state), to the minute from the stored minutes: each such
-// minute counts in its last second, or in the window's last second if the
-// minute is not over yet, and so leaves the window up to a minute early.
+// the newest stored minute (at 1970 when nothing is stored). The stored
+// minutes are the truth, whoever wrote them: a run, which also checkpoints
+// the window per second, or a replay, which does not. Each minute of the
+// window is put back exactly from its checkpointed seconds, and what the
+// stored minute holds beyond them (the lines a replay added, or the whole
+// minute if nothing checkpointed it) is added at the minute's last second,
+// or at the window's last second if the minute is not over yet: with the
+// minute's visitors, so that visitors stay exact, and its top pages for
+// what they hold beyond the seconds. Such lines leave the window up to a
+// minute late. The lines rejected in each minute count in its last second
+// the same way.
+//
+// A window that starts inside a minute holds only part of it, and the
+// checkpoint may hold only part of it too: a run drops the seconds that
+// leave its window. That first minute is topped up from the stored minute
+// only when the checkpoint is known to hold all of its seconds, or when
+// nothing is checkpointed; otherwise it comes from its seconds alone.
 func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) (*window.Window, error) {
 	end := now
 	if anchor == AnchorLog {
@@ -49,34 +60,77 @@ func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) 
 	}
 	w := window.New(cfg, end)
 	start := w.Start()
-	seconds, err := store.WindowSeconds(start, end.Unix())
+	first := logtally.FloorDiv(start, 60) * 60 // the minute the window starts in
+	// Every checkpointed second of the window's minutes, held ones after
+	// its end included, so that a minute compares with all its seconds.
+	seconds, err := store.WindowSeconds(first, logtally.FloorDiv(end.Unix(), 60)*60+59)
 	if err != nil {
 		return nil, err
 	}
-	exactFrom := end.Unix() + 1
-	if len(seconds) > 0 {
-		exactFrom = seconds[0].Time - seconds[0].Time%60 // whole minutes before it
+	wholeFirst := first == start || len(seconds) > 0 && seconds[0].Time == first
+	if !wholeFirst {
+		// A second checkpointed before the first minute shows that the
+		// run's window reached back past it, so none of its seconds were
+		// dropped; no second checkpointed at all shows that nothing but
+		// the minutes holds it.
+		var earlier []logtally.Second
+		if first > 0 {
+			if earlier, err = store.WindowSeconds(0, first-1); err != nil {
+				return nil, err
+			}
+		}
+		wholeFirst = len(earlier) > 0 || len(seconds) == 0
 	}
-	minutes, err := store.Minutes(time.Unix(start, 0), time.Unix(exactFrom-1, 0))
+	minutes, err := store.Minutes(time.Unix(first, 0), end)
 	if err != nil {
 		return nil, err
+	}
+	checkpointed := make(map[int64]*logtally.Second, len(minutes)) // by minute
+	for _, sec := range seconds {
+		if sec.Time <= end.Unix() {
+			w.Seed(sec.Time, sec.Requests, sec.PageViews, sec.Visitors, sec.Paths)
+		}
+		m := logtally.FloorDiv(sec.Time, 60) * 60
+		c := checkpointed[m]
+		if c == nil {
+			c = &logtally.Second{Time: m, Paths: make(map[string]int64)}
+			checkpointed[m] = c
+		}
+		c.Requests += sec.Requests
+		c.PageViews += sec.PageViews
+		for p, n := range sec.Paths {
+			c.Paths[p] += n
+		}
 	}
 	for _, m := range minutes {
-		if m.Time.Unix() >= exactFrom {
-			continue // the stored seconds hold it
+		last := m.Time.Unix() + 59
+		w.SeedRejected(last, m.Rejected)
+		if m.Time.Unix() == first && !wholeFirst {
+			continue // its seconds alone
 		}
-		visitors, _, err := store.MinuteVisitors(m.Time)
-		if err != nil {
-			return nil, err
+		c := checkpointed[m.Time.Unix()]
+		if c == nil {
+			c = &logtally.Second{}
 		}
+		requests := max(m.Requests-c.Requests, 0)
+		pageviews := max(m.PageViews-c.PageViews, 0)
+		if requests == 0 && pageviews == 0 {
+			continue // the checkpoint holds the whole minute
+		}
+		var visitors []uint64
 		paths := make(map[string]int64, len(m.Top))
-		for _, p := range m.Top {
-			paths[p.Path] = p.PageViews
+		if pageviews > 0 {
+			visitors, _, err = store.MinuteVisitors(m.Time)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range m.Top {
+				if n := p.PageViews - c.Paths[p.Path]; n > 0 {
+					paths[p.Path] = n
+				}
+			}
 		}
-		w.Seed(m.Time.Unix()+59, m.Requests, m.PageViews, visitors, paths)
-	}
-	for _, sec := range seconds {
-		w.Seed(sec.Time, sec.Requests, sec.PageViews, sec.Visitors, sec.Paths)
+		w.Seed(last, requests, pageviews, visitors, paths)
 	}
 	w.Publish()
 	return w, nil

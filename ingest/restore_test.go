@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -169,5 +170,122 @@ func TestRestoreCurrentMinute(t *testing.T) {
 	}
 	if s := w.Current(); s.Requests != 30 || s.PageViews != 30 || s.Visitors != 20 {
 		t.Errorf("restored window: %s; want the 30 lines of the current minute", snapshotText(s))
+	}
+}
+
+// otherClients is c with its lines' clients moved to another network, so
+// that they are other visitors than the ones chunk makes, in a file of its own.
+func otherClients(c tailer.Chunk) tailer.Chunk {
+	c.File = "g"
+	c.Data = bytes.ReplaceAll(c.Data, []byte("192.0.2."), []byte("198.51.100."))
+	return c
+}
+
+// storedTotals adds up the stored minutes in [from, to): requests, page
+// views, rejected lines, page views per path, and the distinct visitors.
+func storedTotals(t *testing.T, store *storage.Store, from, to time.Time) (requests, pageviews, rejected, visitors int64, paths map[string]int64) {
+	t.Helper()
+	minutes, err := store.Minutes(from, to.Add(-time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = make(map[string]int64)
+	seen := make(map[uint64]bool)
+	for _, m := range minutes {
+		requests += m.Requests
+		pageviews += m.PageViews
+		rejected += m.Rejected
+		for _, p := range m.Top {
+			paths[p.Path] += p.PageViews
+		}
+		set, ok, err := store.MinuteVisitors(m.Time)
+		if err != nil || !ok {
+			t.Fatalf("visitors of minute %s: ok=%t err=%v", m.Time, ok, err)
+		}
+		for _, v := range set {
+			seen[v] = true
+		}
+	}
+	return requests, pageviews, rejected, int64(len(seen)), paths
+}
+
+// TestRestoreAfterReplayOfSameMinutes: run, stop, a replay that adds lines
+// to minutes the run checkpointed, run again. The restored window holds what
+// the stored minutes hold, not only what the run checkpointed per second.
+func TestRestoreAfterReplayOfSameMinutes(t *testing.T) {
+	store := openStore(t)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	now := t0.Add(5 * time.Minute)
+	ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, chunk(0, 0, 100))            // t0 .. t0+99s
+	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, otherClients(chunk(0, 30, 50))) // t0+30s .. t0+79s
+
+	w, err := Restore(store, wcfg, AnchorClock, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.Current()
+	requests, pageviews, _, visitors, paths := storedTotals(t, store, s.From, s.To)
+	if requests != 150 || visitors != 40 {
+		t.Fatalf("stored minutes hold %d requests, %d visitors; want 150 and 40", requests, visitors)
+	}
+	if s.Requests != requests || s.PageViews != pageviews || s.Visitors != visitors || s.Approximate {
+		t.Errorf("restored window: %s; want the stored minutes' %d requests, %d page views, %d visitors",
+			snapshotText(s), requests, pageviews, visitors)
+	}
+	for p, want := range paths {
+		if got, _ := s.PathViews(p); got != want {
+			t.Errorf("restored window: %s has %d page views, want the stored %d", p, got, want)
+		}
+	}
+}
+
+// TestRestorePrunedFirstMinute: a run checkpoints only the seconds of its
+// window, so the first minute of a window restored soon after is partly
+// checkpointed: it is restored from the seconds, exactly, and not topped up
+// from the stored minute with lines from before the window.
+func TestRestorePrunedFirstMinute(t *testing.T) {
+	store := openStore(t)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	now := t0.Add(930 * time.Second) // the window starts at t0+331s
+	live := ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, chunk(0, 0, 930))
+
+	later := now.Add(10 * time.Second)
+	restored, err := Restore(store, wcfg, AnchorClock, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Advance(later)
+	live.Publish()
+	if got, want := snapshotText(restored.Current()), snapshotText(live.Current()); got != want {
+		t.Errorf("restored window:\n%s\nlive window:\n%s", got, want)
+	}
+}
+
+// TestRestoreRejected: the lines rejected in the window's minutes are
+// counted in the restored window, from the live run's minutes as from a
+// replay's.
+func TestRestoreRejected(t *testing.T) {
+	store := openStore(t)
+	wcfg := window.Config{Length: 10 * time.Minute}
+	now := t0.Add(5 * time.Minute)
+	bad := func(c tailer.Chunk, n int) tailer.Chunk {
+		c.Data = append(c.Data, bytes.Repeat([]byte("not a log line\n"), n)...)
+		c.Offset += int64(n * len("not a log line\n"))
+		return c
+	}
+	ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, bad(chunk(0, 0, 100), 3))
+	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, bad(otherClients(chunk(0, 130, 10)), 2))
+
+	w, err := Restore(store, wcfg, AnchorClock, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.Current()
+	_, _, rejected, _, _ := storedTotals(t, store, s.From, s.To)
+	if rejected != 5 {
+		t.Fatalf("stored minutes hold %d rejected lines, want 5", rejected)
+	}
+	if s.Rejected != rejected {
+		t.Errorf("restored window: %d rejected, want the stored %d", s.Rejected, rejected)
 	}
 }

@@ -473,6 +473,19 @@ func (w *Window) Seed(sec, requests, pageviews int64, visitors []uint64, paths m
 	w.changed = true
 }
 
+// SeedRejected adds n rejected lines that were stored at minute resolution,
+// as if they were all rejected in second sec, clamped to the window's last
+// second as in Seed: a restart keeps the window's rejected count.
+func (w *Window) SeedRejected(sec, n int64) {
+	sec = min(sec, w.now)
+	if sec <= w.now-w.length || n <= 0 {
+		return
+	}
+	w.slots[w.index(sec)].rejected += n
+	w.rejected += n
+	w.changed = true
+}
+
 // Advance moves the window so that its last second is now. Seconds that leave
 // the window are subtracted; held hits whose second has come are counted.
 // A now earlier than the current end is ignored: the window never goes back.

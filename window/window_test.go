@@ -343,6 +343,21 @@ func TestSeed(t *testing.T) {
 	}
 }
 
+func TestSeedRejected(t *testing.T) {
+	w := New(Config{Length: 2 * time.Minute}, t0)
+	w.SeedRejected(t0.Unix()-200, 5) // before the window
+	w.SeedRejected(t0.Unix()-61, 3)
+	w.SeedRejected(t0.Unix()+59, 2) // clamped to now
+	w.Reject()
+	if s := publish(w); s.Rejected != 6 {
+		t.Fatalf("seeded: %d rejected, want 6", s.Rejected)
+	}
+	w.Advance(t0.Add(60 * time.Second)) // the minute seeded at -61 leaves
+	if s := publish(w); s.Rejected != 3 {
+		t.Errorf("after slide: %d rejected, want 3", s.Rejected)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Errorf("defaults: %v", err)

@@ -288,3 +288,61 @@ func TestReplayThenServe(t *testing.T) {
 		t.Errorf("served stats = %+v, want %d requests and some visitors", s, parsed)
 	}
 }
+
+// TestRunReplayRun: run, stop, replay another server's log of the same
+// minutes, run again: the restarted window holds what the stored series
+// holds over it, the replayed lines and their rejected one included.
+func TestRunReplayRun(t *testing.T) {
+	dir := t.TempDir()
+	log, other, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "other.log"), filepath.Join(dir, "db")
+	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	lines := func(network string, from, n int) []string {
+		var out []string
+		for i := from; i < from+n; i++ {
+			out = append(out, line(fmt.Sprintf("%s.%d", network, i%20), clk.At(-time.Duration(i)*time.Second),
+				fmt.Sprintf("GET /p%d HTTP/1.1", i%3), 200, browser))
+		}
+		return out
+	}
+	appendLines(t, log)
+	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
+	m := start(t, clk.Now, args...)
+	appendLines(t, log, lines("192.0.2", 0, 100)...)
+	waitFor(t, "the run's lines read", func() bool { return m.pipeline.Lines() == 100 })
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	appendLines(t, other, append(lines("198.51.100", 20, 50), "not a log line")...)
+	if got := replayCmd(t, "--db", db, other); !strings.HasPrefix(got, "replay: 1 files, 51 lines read, 50 parsed, 1 rejected") {
+		t.Fatalf("replay: %q, want 50 lines parsed and 1 rejected", got)
+	}
+
+	m = start(t, clk.Now, args...)
+	_, body := get(t, m, "/api/v1/stats")
+	var got struct {
+		From, To                                time.Time
+		Requests, Pageviews, Visitors, Rejected int64
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("stats %s: %v", body, err)
+	}
+	_, body = get(t, m, "/api/v1/series?step=1m&from="+got.From.Truncate(time.Minute).Format(time.RFC3339)+
+		"&to="+got.To.Add(-time.Second).Format(time.RFC3339))
+	var series struct {
+		Points []struct{ Requests, Pageviews int64 }
+	}
+	if err := json.Unmarshal([]byte(body), &series); err != nil {
+		t.Fatalf("series %s: %v", body, err)
+	}
+	var requests, pageviews int64
+	for _, p := range series.Points {
+		requests += p.Requests
+		pageviews += p.Pageviews
+	}
+	if requests != 150 || got.Requests != requests || got.Pageviews != pageviews || got.Visitors != 40 || got.Rejected != 1 {
+		t.Errorf("restarted window: %d requests, %d page views, %d visitors, %d rejected; "+
+			"want the stored series' %d requests (150), %d page views, 40 visitors, 1 rejected",
+			got.Requests, got.Pageviews, got.Visitors, got.Rejected, requests, pageviews)
+	}
+}
