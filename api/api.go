@@ -242,12 +242,17 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	s.serveBody(w, r, s.rendered().stats)
 }
 
-func (s *Server) pages(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r, []string{"limit", "from", "to"}); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+// pagesLimit reads the limit of /api/v1/pages, which may be given only
+// the parameters named.
+func pagesLimit(r *http.Request, params ...string) (int, error) {
+	if err := onlyParams(r, params); err != nil {
+		return 0, err
 	}
-	limit, err := intParam(r, "limit", DefaultPagesLimit, 1, MaxPagesLimit)
+	return intParam(r, "limit", DefaultPagesLimit, 1, MaxPagesLimit)
+}
+
+func (s *Server) pages(w http.ResponseWriter, r *http.Request) {
+	limit, err := pagesLimit(r, "limit", "from", "to")
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

@@ -121,11 +121,7 @@ func (s *Server) fleetStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) fleetPages(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r, []string{"limit"}); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	limit, err := intParam(r, "limit", DefaultPagesLimit, 1, MaxPagesLimit)
+	limit, err := pagesLimit(r, "limit")
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
