@@ -16,6 +16,7 @@ import (
 // does it with arrays indexed by path number rather than with maps keyed by
 // strings.
 type Batch struct {
+	site        string // "" is DefaultSite
 	minutes     map[int64]*Delta
 	seconds     map[int64]*Delta
 	positions   map[string]int64
@@ -54,14 +55,26 @@ type Delta struct {
 	Views    []int32 // path number of each page view; see Batch.Paths
 }
 
-// NewBatch returns an empty batch.
-func NewBatch() *Batch {
+// NewBatch returns an empty batch of DefaultSite.
+func NewBatch() *Batch { return NewSiteBatch(DefaultSite) }
+
+// NewSiteBatch returns an empty batch of the lines of one site.
+func NewSiteBatch(site string) *Batch {
 	return &Batch{
+		site:      site,
 		minutes:   make(map[int64]*Delta),
 		seconds:   make(map[int64]*Delta),
 		positions: make(map[string]int64),
 		ids:       make(map[string]int32),
 	}
+}
+
+// Site returns the site the batch's lines belong to.
+func (b *Batch) Site() string {
+	if b.site == "" {
+		return DefaultSite
+	}
+	return b.site
 }
 
 // FloorDiv divides rounding towards minus infinity, so that a time before

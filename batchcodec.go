@@ -8,10 +8,6 @@ import (
 	"slices"
 )
 
-// DefaultSite is the site every batch belongs to until logtally serves
-// several sites. The batch encoding already carries a site.
-const DefaultSite = "default"
-
 // batchEncoding is the version of the encoding AppendBinary writes. A
 // change to the layout must come with a new version: encoded batches wait
 // in outboxes across upgrades.
@@ -27,7 +23,7 @@ const MaxBatchViews = 1 << 22
 var (
 	// ErrBadBatch means bytes given to Batch.UnmarshalBinary are not a batch
 	// this version of logtally can read: truncated, corrupt, of an unknown
-	// encoding version, or of a site it does not serve.
+	// encoding version, or naming no valid site.
 	ErrBadBatch = errors.New("bad batch encoding")
 	// ErrBatchTooLarge means a batch holds more than MaxBatchViews page
 	// views, so it cannot be encoded: a smaller --flush-lines makes smaller
@@ -91,7 +87,7 @@ func (b *Batch) AppendBinary(dst []byte) ([]byte, error) {
 		return dst, fmt.Errorf("encode batch: %d page views: %w", views, ErrBatchTooLarge)
 	}
 	dst = append(dst, batchEncoding)
-	dst = appendString(dst, DefaultSite)
+	dst = appendString(dst, b.Site())
 	dst = binary.AppendUvarint(dst, uint64(b.lines))
 	dst = binary.AppendUvarint(dst, uint64(len(e.used)))
 	for _, id := range e.used {
@@ -251,9 +247,10 @@ func (d *batchDecoder) batch(b *Batch) error {
 	if err != nil {
 		return err
 	}
-	if site != DefaultSite {
-		return fmt.Errorf("site %q: only %q is served", site, DefaultSite)
+	if !ValidSite(site) {
+		return fmt.Errorf("site %q: not a site name", site)
 	}
+	b.site = site
 	lines, err := d.uvarint()
 	if err != nil {
 		return err

@@ -165,6 +165,24 @@ func TestBatchDecodeReplaces(t *testing.T) {
 	}
 }
 
+func TestBatchSiteRoundTrip(t *testing.T) {
+	for _, site := range []string{"blog.example.org", OtherSite, AllSites, DefaultSite} {
+		b := NewSiteBatch(site)
+		b.Add(&Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, false)
+		enc, err := b.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Batch
+		if err := got.UnmarshalBinary(enc); err != nil {
+			t.Fatal(err)
+		}
+		if got.Site() != site {
+			t.Errorf("site %q decoded as %q", site, got.Site())
+		}
+	}
+}
+
 func TestBatchDecodeErrors(t *testing.T) {
 	good := NewBatch()
 	good.Add(&Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, true)
@@ -172,8 +190,8 @@ func TestBatchDecodeErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherSite := append([]byte{1}, appendString(nil, "shop")...)
-	otherSite = append(otherSite, enc[1+1+len(DefaultSite):]...)
+	badSite := append([]byte{1}, appendString(nil, "Shop Floor")...)
+	badSite = append(badSite, enc[1+1+len(DefaultSite):]...)
 	tests := []struct {
 		name string
 		data []byte
@@ -181,7 +199,7 @@ func TestBatchDecodeErrors(t *testing.T) {
 	}{
 		{"empty", nil, "truncated"},
 		{"future version", append([]byte{2}, enc[1:]...), "version 2"},
-		{"other site", otherSite, `site "shop"`},
+		{"bad site", badSite, `site "Shop Floor"`},
 		{"trailing byte", append(slices.Clone(enc), 0), "after the batch"},
 		{"huge count", []byte{1, 7, 'd', 'e', 'f', 'a', 'u', 'l', 't', 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, "larger than the input"},
 	}
