@@ -49,6 +49,11 @@ type Config struct {
 	// $http_x_forwarded_for, for sites behind a proxy or CDN. The format must
 	// log that header; lines without a valid address in it keep $remote_addr.
 	RealIPFromXFF bool
+	// SiteField names the variable whose value is a line's site, in nginx
+	// ($host, $server_name, $http_host) or Apache (%v, %V, %{Host}i)
+	// terms: Record.VHost is that field alone. Empty: VHost is whichever of
+	// them the format has.
+	SiteField string
 	// Logger, if set, is told once when the format cannot be compiled into
 	// the fast scanner and falls back to gonx.
 	Logger *slog.Logger
@@ -60,6 +65,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"log `format`: combined, common, vhost_combined, main, an nginx log_format string or an Apache LogFormat string")
 	fs.StringVar(&c.NginxConf, "nginx-conf", "", "read the log format from this nginx configuration `file` instead of --format (see --log-format-name)")
 	fs.StringVar(&c.LogFormatName, "log-format-name", "main", "`name` of the log_format to read from --nginx-conf")
+	fs.StringVar(&c.SiteField, "site-field", "",
+		"count each line under the site its `variable` names: $host, $server_name or $http_host (nginx), %v, %V or %{Host}i (Apache)")
 	fs.BoolVar(&c.RealIPFromXFF, "real-ip-from-xff", false,
 		"count clients by the left-most valid address in $http_x_forwarded_for (behind a proxy or CDN)")
 }
@@ -80,9 +87,21 @@ func (c Config) Compile() (*Format, error) {
 			return nil, fmt.Errorf("%s: %w", c.NginxConf, err)
 		}
 	}
-	f, err := compile(spec, escape)
+	vhost := ""
+	if c.SiteField != "" {
+		var ok bool
+		if vhost, ok = siteFields[c.SiteField]; !ok {
+			return nil, fmt.Errorf("--site-field %q: want $host, $server_name or $http_host (nginx), or %%v, %%V or %%{Host}i (Apache): %w",
+				c.SiteField, ErrBadSpec)
+		}
+	}
+	f, err := compile(spec, escape, vhost)
 	if err != nil {
 		return nil, err
+	}
+	if vhost != "" && !f.has(vhost) {
+		return nil, fmt.Errorf("--site-field %s: the log format %q does not log it; add it to the format, or map files to sites with --site NAME=PATH: %w",
+			c.SiteField, f, ErrBadSpec)
 	}
 	if c.RealIPFromXFF {
 		if f.set&(1<<roleXFF) == 0 {
@@ -103,6 +122,7 @@ type Format struct {
 	escape        string  // escapeDefault, escapeJSON or escapeNone
 	set           uint32  // bit r for every role r in the format
 	realIPFromXFF bool
+	vhost         string // the variable that fills Record.VHost; "": any
 
 	// The compiled scanner: the literal the line starts with, then each
 	// field with the literal that ends it. nil if the format cannot be
@@ -128,7 +148,36 @@ type field struct {
 // every count depends on.
 func New(spec string) (*Format, error) { return Config{Format: spec}.Compile() }
 
-func compile(spec, escape string) (*Format, error) {
+// siteFields maps what --site-field takes to the variable it names.
+var siteFields = map[string]string{
+	"$host": "host", "host": "host", "%V": "host",
+	"$server_name": "server_name", "server_name": "server_name", "%v": "server_name",
+	"$http_host": "http_host", "http_host": "http_host", "%{Host}i": "http_host", "%{host}i": "http_host",
+}
+
+// has reports whether the format logs the variable name.
+func (f *Format) has(name string) bool {
+	for _, t := range f.toks {
+		if t.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// role returns what the variable name means to a Record: its role, but
+// with a site field chosen, no role for the other host variables.
+func (f *Format) role(name string) role {
+	r := roles[name]
+	if r == roleVHost && f.vhost != "" && name != f.vhost {
+		return roleNone
+	}
+	return r
+}
+
+// compile compiles spec; vhost, if not empty, is the one variable that
+// fills Record.VHost.
+func compile(spec, escape, vhost string) (*Format, error) {
 	if p, ok := Presets[spec]; ok {
 		spec = p
 	}
@@ -140,10 +189,10 @@ func compile(spec, escape string) (*Format, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Format{toks: toks, escape: escape}
+	f := &Format{toks: toks, escape: escape, vhost: vhost}
 	for _, t := range toks {
 		if t.name != "" {
-			f.set |= 1 << roles[t.name]
+			f.set |= 1 << f.role(t.name)
 		}
 	}
 	for _, need := range []struct {
@@ -176,7 +225,7 @@ func (f *Format) compileScanner() {
 	}
 	var fields []field
 	for i := 0; i < len(toks); i++ {
-		fd := field{role: roles[toks[i].name]}
+		fd := field{role: f.role(toks[i].name)}
 		if i+1 < len(toks) {
 			if toks[i+1].name != "" {
 				return
@@ -358,7 +407,7 @@ func (f *Format) parseGonx(line []byte, r *Record) error {
 			return ErrFormat
 		}
 		if t.name != "" {
-			vals.span[roles[t.name]] = [2]int32{int32(pos), int32(pos + len(s))}
+			vals.span[f.role(t.name)] = [2]int32{int32(pos), int32(pos + len(s))}
 		}
 		pos += len(s)
 	}
