@@ -443,13 +443,14 @@ func (t *Tailer) rescan() error {
 		stream  string // the plain path it belongs to, if any
 		sibling bool
 		fi      os.FileInfo
+		pattern int
 	}
 	var matches []match
 	seen := map[string]bool{} // by path: whether it is a regular file
 	notRegular := map[string]bool{}
 	// add adds the regular files among paths to matches, and returns how
 	// many there are, counting those added before.
-	add := func(paths []string, stream string, sibling bool) (regular int) {
+	add := func(paths []string, stream string, sibling bool, pattern int) (regular int) {
 		for _, p := range paths {
 			if ok, done := seen[p]; done {
 				if ok {
@@ -463,11 +464,11 @@ func (t *Tailer) rescan() error {
 				continue
 			}
 			regular++
-			matches = append(matches, match{p, stream, sibling, fi})
+			matches = append(matches, match{p, stream, sibling, fi, pattern})
 		}
 		return regular
 	}
-	for _, p := range t.patterns {
+	for i, p := range t.patterns {
 		paths, err := filepath.Glob(p)
 		if err != nil {
 			t.log.Warn("bad pattern", "pattern", p, "err", err)
@@ -477,7 +478,7 @@ func (t *Tailer) rescan() error {
 		if hasMeta(p) {
 			stream = ""
 		}
-		if add(paths, stream, false) > 0 {
+		if add(paths, stream, false, i) > 0 {
 			t.report(p, "", nil)
 		} else if fi, err := os.Stat(p); err == nil && !hasMeta(p) {
 			// A FIFO, a device or a directory at the path: nothing to read
@@ -488,11 +489,11 @@ func (t *Tailer) rescan() error {
 			t.report(p, Missing, nil)
 		}
 	}
-	for _, p := range t.patterns {
+	for i, p := range t.patterns {
 		if !hasMeta(p) {
 			for _, suffix := range []string{".*", "-*"} {
 				paths, _ := filepath.Glob(p + suffix)
-				add(paths, p, true)
+				add(paths, p, true, i)
 			}
 		}
 	}
@@ -532,7 +533,7 @@ func (t *Tailer) rescan() error {
 		if d, ok := t.done[key]; ok && d.size == m.fi.Size() && d.mtime.Equal(m.fi.ModTime()) {
 			continue
 		}
-		if err := t.open(m.path, m.stream, m.sibling); err != nil {
+		if err := t.open(m.path, m.stream, m.sibling, m.pattern); err != nil {
 			return err
 		}
 	}
@@ -575,7 +576,7 @@ func (t *Tailer) renamed(fl *file, path string, fi os.FileInfo) {
 
 // open opens the file at path, unless it is open already or was read to its
 // end and has not changed since.
-func (t *Tailer) open(path, stream string, sibling bool) error {
+func (t *Tailer) open(path, stream string, sibling bool, pattern int) error {
 	f, err := t.openPath(path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -601,7 +602,7 @@ func (t *Tailer) open(path, stream string, sibling bool) error {
 		return nil
 	}
 	fl := &file{f: f, key: key, gz: isGzip(path), stream: stream, sibling: sibling, state: waiting, lastGrow: t.now(),
-		lineReader: lineReader{path: path, split: splitter{max: t.cfg.MaxLine}, size: followReadSize}}
+		lineReader: lineReader{path: path, split: splitter{max: t.cfg.MaxLine}, size: followReadSize, pattern: pattern}}
 	err = t.identify(fl)
 	if fl.state.closed() {
 		t.finish(fl)

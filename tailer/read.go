@@ -19,6 +19,8 @@ type lineReader struct {
 	path  string
 	split splitter
 	size  int // the most bytes read for one chunk
+	// pattern is the index of what matched the file: Chunk.Pattern.
+	pattern int
 }
 
 // readFrom reads src to its end and hands each run of complete lines to
@@ -60,7 +62,7 @@ func (r *lineReader) send(send func(Chunk) error, data []byte, skipped int) erro
 	if len(data) == 0 && skipped == 0 {
 		return nil
 	}
-	return send(Chunk{File: r.id, Path: r.path, Data: data, Offset: r.split.off, Skipped: skipped})
+	return send(Chunk{File: r.id, Path: r.path, Data: data, Offset: r.split.off, Skipped: skipped, Pattern: r.pattern})
 }
 
 // content returns what f holds from offset on, read through raw (f itself,
@@ -108,15 +110,15 @@ type Reader struct {
 // the replay with a *NotRegularError.
 func (r *Reader) Replay(ctx context.Context, paths []string, positions Positions, out chan<- Chunk) error {
 	o := newOffsets(positions)
-	for _, path := range paths {
-		if err := r.replay(ctx, path, &o, out); err != nil {
+	for i, path := range paths {
+		if err := r.replay(ctx, path, i, &o, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Reader) replay(ctx context.Context, path string, o *offsets, out chan<- Chunk) error {
+func (r *Reader) replay(ctx context.Context, path string, pattern int, o *offsets, out chan<- Chunk) error {
 	f, err := openRegular(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -133,7 +135,7 @@ func (r *Reader) replay(ctx context.Context, path string, o *offsets, out chan<-
 	if err != nil {
 		return fmt.Errorf("position of %s: %w", path, err)
 	}
-	end, err := r.read(ctx, f, id, off, out)
+	end, err := r.read(ctx, f, id, off, pattern, out)
 	o.sent[id] = end
 	return err
 }
@@ -151,12 +153,12 @@ func (r *Reader) Read(ctx context.Context, path, id string, offset int64, out ch
 		return offset, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	return r.read(ctx, f, id, offset, out)
+	return r.read(ctx, f, id, offset, 0, out)
 }
 
-func (r *Reader) read(ctx context.Context, f *os.File, id string, offset int64, out chan<- Chunk) (end int64, err error) {
+func (r *Reader) read(ctx context.Context, f *os.File, id string, offset int64, pattern int, out chan<- Chunk) (end int64, err error) {
 	path, gz := f.Name(), isGzip(f.Name())
-	lr := lineReader{id: id, path: path, split: splitter{max: r.MaxLine, off: offset}, size: r.BufSize}
+	lr := lineReader{id: id, path: path, split: splitter{max: r.MaxLine, off: offset}, size: r.BufSize, pattern: pattern}
 	if lr.split.max <= 0 {
 		lr.split.max = DefaultMaxLine
 	}

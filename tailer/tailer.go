@@ -81,6 +81,11 @@ type Chunk struct {
 	Data    []byte // zero or more lines, each ending in '\n' (given one if its file ended without)
 	Offset  int64  // byte offset in File just after Data (and after skipped lines)
 	Skipped int    // lines before Offset that were too long and are not in Data
+	// Pattern is the index, in the patterns a Tailer follows or the paths
+	// a Reader replays, of the one that matched the file (for a rotated
+	// copy of a plain path, that path's), so that lines can be told apart
+	// by what they were read for (a site per file).
+	Pattern int
 }
 
 // Config configures how files are followed and how long lines may be.

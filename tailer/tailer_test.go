@@ -26,11 +26,12 @@ type sink struct {
 	skipped int
 	pos     map[string]int64
 	order   []string      // lines in the order they arrived
+	pattern map[string]int // the Pattern of the chunk each line came in
 	changed chan struct{} // closed, and replaced, when a chunk arrives
 }
 
 func newSink() *sink {
-	return &sink{lines: map[string]int{}, pos: map[string]int64{}, changed: make(chan struct{})}
+	return &sink{lines: map[string]int{}, pos: map[string]int64{}, pattern: map[string]int{}, changed: make(chan struct{})}
 }
 
 func (s *sink) positions(id string) (int64, bool, error) {
@@ -47,6 +48,7 @@ func (s *sink) take(c Chunk) {
 		if l != "" {
 			s.lines[strings.TrimSuffix(l, "\n")]++
 			s.order = append(s.order, strings.TrimSuffix(l, "\n"))
+			s.pattern[strings.TrimSuffix(l, "\n")] = c.Pattern
 			s.total++
 		}
 	}
