@@ -134,8 +134,9 @@ type Deps struct {
 }
 
 // Committer is where batches go: *storage.Store, or a test's failing double.
+// The batches of one call are committed together, or none of them.
 type Committer interface {
-	Commit(*logtally.Batch) error
+	Commit(...*logtally.Batch) error
 }
 
 // Pipeline is the ingest loop. Its counters may be read from any goroutine.

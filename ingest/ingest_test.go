@@ -27,12 +27,12 @@ type flakyStore struct {
 
 var errDiskFull = errors.New("no space left on device")
 
-func (f *flakyStore) Commit(b *logtally.Batch) error {
+func (f *flakyStore) Commit(bs ...*logtally.Batch) error {
 	f.attempts.Add(1)
 	if f.failing.Load() {
 		return errDiskFull
 	}
-	return f.Store.Commit(b)
+	return f.Store.Commit(bs...)
 }
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

@@ -28,11 +28,11 @@ type failing struct {
 	fail atomic.Bool
 }
 
-func (f *failing) Commit(b *logtally.Batch) error {
+func (f *failing) Commit(bs ...*logtally.Batch) error {
 	if f.fail.Load() {
 		return errors.New("write: no space left on device")
 	}
-	return f.Committer.Commit(b)
+	return f.Committer.Commit(bs...)
 }
 
 // pipeline returns a pipeline that has read two good lines and a bad one

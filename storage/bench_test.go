@@ -49,7 +49,7 @@ func BenchmarkCommit50k(b *testing.B) {
 	var compacting time.Duration
 	compact := func() {
 		select {
-		case <-s.log.wake:
+		case <-s.wake:
 		default:
 			return
 		}

@@ -313,22 +313,40 @@ func guard(f func() error) (err error) {
 	return f()
 }
 
-// What each bucket holds, for saying what is damaged.
+// What each bucket holds, for saying what is damaged; every site's buckets
+// are named as sites/<site>/....
 var bucketUse = map[string]string{
-	"":                       "the list of buckets",
-	"meta":                   "the file's schema and salt",
-	"positions":              "the read positions of the log files",
-	"sites":                  "the list of sites",
-	"sites/default":          "the buckets of the site",
-	"sites/default/minutes":  "per-minute counts",
-	"sites/default/visitors": "visitor sets of recent minutes",
-	"sites/default/hours":    "hourly counts",
-	"sites/default/days":     "daily counts",
-	"sites/default/paths":    "all-time page views per path",
-	"sites/default/daypaths": "page views per path and day",
-	"sites/default/counters": "bookkeeping counters",
-	"sites/default/seconds":  "the live window's checkpoint",
-	"sites/default/pathlog":  "page views per path not yet compacted",
+	"":                      "the list of buckets",
+	"meta":                  "the file's schema and salt",
+	"positions":             "the read positions of the log files",
+	"sites":                 "the list of sites",
+	"sites/<site>":          "the buckets of the site",
+	"sites/<site>/minutes":  "per-minute counts",
+	"sites/<site>/visitors": "visitor sets of recent minutes",
+	"sites/<site>/hours":    "hourly counts",
+	"sites/<site>/days":     "daily counts",
+	"sites/<site>/paths":    "all-time page views per path",
+	"sites/<site>/daypaths": "page views per path and day",
+	"sites/<site>/counters": "bookkeeping counters",
+	"sites/<site>/seconds":  "the live window's checkpoint",
+	"sites/<site>/pathlog":  "page views per path not yet compacted",
+	"sites/<site>/outbox":   "batches waiting to be shipped to the fleet",
+}
+
+// useOf says what the bucket named name (as bucketName gives it) holds.
+func useOf(name string) (string, bool) {
+	if rest, ok := strings.CutPrefix(name, "sites/"); ok {
+		site, sub, nested := strings.Cut(rest, "/")
+		name = "sites/<site>"
+		if nested {
+			name += "/" + sub
+		}
+		if site == "" {
+			return "", false
+		}
+	}
+	use, ok := bucketUse[name]
+	return use, ok
 }
 
 func bucketName(path [][]byte) string {
@@ -343,7 +361,7 @@ func bucketName(path [][]byte) string {
 // describe names a bucket and what it holds.
 func describe(path [][]byte) string {
 	name := bucketName(path)
-	if use, ok := bucketUse[name]; ok && name != "" {
+	if use, ok := useOf(name); ok && name != "" {
 		return use + " (bucket " + name + ")"
 	} else if ok {
 		return use
@@ -365,7 +383,7 @@ func inBucket(problem string, roots map[uint64]string) string {
 	if !ok {
 		return problem
 	}
-	if use, ok := bucketUse[name]; ok {
+	if use, ok := useOf(name); ok {
 		return use + " (bucket " + name + "): " + problem
 	}
 	return "bucket " + name + ": " + problem

@@ -77,7 +77,7 @@ func pageOf(t *testing.T, path string, bucket []byte) (page, size int64) {
 	}
 	defer db.Close()
 	db.View(func(tx *bolt.Tx) error {
-		page = int64(tx.Bucket(bucketSites).Bucket(site).Bucket(bucket).Root())
+		page = int64(tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)).Bucket(bucket).Root())
 		return nil
 	})
 	return page, int64(db.Info().PageSize)

@@ -12,124 +12,181 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Commit writes everything a batch holds in one transaction: minute, hour
-// and day deltas, per-path counts (to the path log), the live window's
-// seconds and the file positions, and with Config.Outbox the batch itself,
-// numbered, for the fleet. On error nothing of the batch is stored
-// and the batch is left as it was, so that it can be committed again.
+// Commit writes everything the batches hold in one transaction: minute,
+// hour and day deltas, per-path counts (to the path log) and the live
+// window's seconds, each into its batch's site (created if new), the file
+// positions of all of them, and with Config.Outbox each batch itself,
+// numbered, for the fleet. On error nothing of any batch is stored and the
+// batches are left as they were, so that they can be committed again. So
+// the counts of every site and the read positions that follow them are
+// never apart, which is what makes counting exactly-once. Each site has at
+// most one of the batches.
 //
 // A minute, hour or day older than its retention, counted back from the
-// newest line stored (this batch's included), is not written: its lines
-// count in the coarser resolutions that keep them.
-func (s *Store) Commit(b *logtally.Batch) error {
+// newest line stored in the site (this batch's included), is not written:
+// its lines count in the coarser resolutions that keep them.
+func (s *Store) Commit(bs ...*logtally.Batch) error {
 	now := s.now()
-	var kept logtally.Kept
-	entry, err := s.outbox.entry(b, now)
-	if err != nil {
-		return fmt.Errorf("commit: %w", err)
+	entries := make([][]byte, len(bs))
+	for i, b := range bs {
+		if !logtally.ValidSite(b.Site()) {
+			return fmt.Errorf("commit: site %q: not a site name", b.Site())
+		}
+		for _, prev := range bs[:i] {
+			if prev.Site() == b.Site() {
+				return fmt.Errorf("commit: two batches of site %s", b.Site())
+			}
+		}
+		var err error
+		if entries[i], err = s.outbox.entry(b, now); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
 	}
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	sc := &s.scratch
-	sc.pages.grow(len(b.Paths()))
-	sc.day.grow(len(b.Paths()))
-	defer sc.reset() // after an error, counts may be left in the tallies
-	err = s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
-		hours := make(map[int64]*record)
-		days := make(map[string]*record)
-		var dayPaths []dayDelta
-
-		var minutes []int64
-		var deltas []*logtally.Delta
-		for minute, d := range b.Minutes() {
-			minutes, deltas = append(minutes, minute), append(deltas, d)
+	sites := make([]*Site, len(bs))
+	var fresh []bool // sites created by this commit, by batch
+	for i, b := range bs {
+		si, ok := s.Site(b.Site())
+		if !ok {
+			si = s.newSite(b.Site())
+			if fresh == nil {
+				fresh = make([]bool, len(bs))
+			}
+			fresh[i] = true
 		}
-		f, err := s.advanceFloors(tx, minutes, deltas)
-		if err != nil {
-			return nil, err
-		}
-		kept = logtally.Kept{}
-		for i, minute := range minutes {
-			d := deltas[i]
-			prepare(d, sc)
-			day := string(dayKey(unixMinute(minute), s.loc))
-			rollup(hours, logtally.FloorDiv(minute, 60), d)
-			rollup(days, day, d)
-			for _, id := range d.Views {
-				sc.pages.add(id, 1)
-				sc.day.add(id, 1)
+		sites[i] = si
+		defer si.numbers.reset()
+	}
+	defer s.scratch.reset() // after an error, counts may be left in the tallies
+	kept := make([]logtally.Kept, len(bs))
+	err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
+		changes := make([]siteChange, 0, len(bs))
+		for i, b := range bs {
+			if fresh != nil && fresh[i] {
+				if err := createSite(tx, b.Site()); err != nil {
+					return nil, err
+				}
 			}
-			sc.top = sc.pages.take(b.Paths(), sc.top[:0])
-			if len(sc.day.touched) > 0 &&
-				(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.loc)) != day) {
-				dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
+			ch, k, err := sites[i].commit(tx, b)
+			if err != nil {
+				return nil, fmt.Errorf("site %s: %w", b.Site(), err)
 			}
-			if minute < f.minute {
-				continue // its rollups are kept, the minute itself has expired
-			}
-			if err := s.commitMinute(tx, minute, d, sc.top); err != nil {
-				return nil, err
-			}
-			kept.Minutes += d.Requests
-		}
-		hb := s.bucket(tx, bucketHours)
-		for _, hour := range slices.Sorted(maps.Keys(hours)) {
-			if hour < f.hour {
-				continue
-			}
-			if err := mergeRollup(hb, u64(uint64(hour)), hours[hour]); err != nil {
-				return nil, fmt.Errorf("hour %d: %w", hour, err)
-			}
-			kept.Hours += hours[hour].Requests
-		}
-		db := s.bucket(tx, bucketDays)
-		for _, day := range slices.Sorted(maps.Keys(days)) {
-			if uint32Key([]byte(day)) < f.day {
-				continue
-			}
-			if err := mergeRollup(db, []byte(day), days[day]); err != nil {
-				return nil, fmt.Errorf("day %x: %w", day, err)
-			}
-			kept.Days += days[day].Requests
-		}
-		if err := s.commitSeconds(tx, b); err != nil {
-			return nil, err
-		}
-		ch, err := s.logPaths(tx, b, dayPaths, f.dayPaths)
-		if err != nil {
-			return nil, err
+			kept[i] = k
+			changes = append(changes, siteChange{sites[i].log, ch})
 		}
 		pb := tx.Bucket(bucketPositions)
-		for file, off := range b.Positions() {
-			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
-				return nil, err
+		for _, b := range bs {
+			for file, off := range b.Positions() {
+				if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
+					return nil, err
+				}
 			}
 		}
-		if entry != nil {
-			if err := s.outbox.put(tx, entry); err != nil {
-				return nil, err
+		for _, entry := range entries {
+			if entry != nil {
+				if err := s.outbox.put(tx, entry); err != nil {
+					return nil, err
+				}
 			}
 		}
-		return ch, nil
+		return changes, nil
 	})
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	s.outbox.added(entry)
-	if s.log.wantsCompaction() {
-		s.log.askCompaction()
+	for i, b := range bs {
+		si := sites[i]
+		if fresh != nil && fresh[i] {
+			s.addSite(si)
+		}
+		s.outbox.added(entries[i])
+		if si.log.wantsCompaction() {
+			si.log.askCompaction()
+		}
+		for minute := range b.Minutes() {
+			si.touched[minute] = now
+		}
+		si.kept.Minutes, si.kept.Hours, si.kept.Days = si.kept.Minutes+kept[i].Minutes, si.kept.Hours+kept[i].Hours, si.kept.Days+kept[i].Days
 	}
-	for minute := range b.Minutes() {
-		s.touched[minute] = now
-	}
-	s.kept.Minutes, s.kept.Hours, s.kept.Days = s.kept.Minutes+kept.Minutes, s.kept.Hours+kept.Hours, s.kept.Days+kept.Days
 	return nil
+}
+
+// commit writes what a batch of the site holds but its positions and its
+// outbox entry, in tx, and returns the change to the site's path log and
+// the lines it kept in each resolution. The caller holds writeMu.
+func (s *Site) commit(tx *bolt.Tx, b *logtally.Batch) (*logChange, logtally.Kept, error) {
+	var kept logtally.Kept
+	sc := &s.st.scratch
+	sc.pages.grow(len(b.Paths()))
+	sc.day.grow(len(b.Paths()))
+	hours := make(map[int64]*record)
+	days := make(map[string]*record)
+	var dayPaths []dayDelta
+
+	var minutes []int64
+	var deltas []*logtally.Delta
+	for minute, d := range b.Minutes() {
+		minutes, deltas = append(minutes, minute), append(deltas, d)
+	}
+	f, err := s.advanceFloors(tx, minutes, deltas)
+	if err != nil {
+		return nil, kept, err
+	}
+	for i, minute := range minutes {
+		d := deltas[i]
+		prepare(d, sc)
+		day := string(dayKey(unixMinute(minute), s.loc))
+		rollup(hours, logtally.FloorDiv(minute, 60), d)
+		rollup(days, day, d)
+		for _, id := range d.Views {
+			sc.pages.add(id, 1)
+			sc.day.add(id, 1)
+		}
+		sc.top = sc.pages.take(b.Paths(), sc.top[:0])
+		if len(sc.day.touched) > 0 &&
+			(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.loc)) != day) {
+			dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
+		}
+		if minute < f.minute {
+			continue // its rollups are kept, the minute itself has expired
+		}
+		if err := s.commitMinute(tx, minute, d, sc.top); err != nil {
+			return nil, kept, err
+		}
+		kept.Minutes += d.Requests
+	}
+	hb := s.bucket(tx, bucketHours)
+	for _, hour := range slices.Sorted(maps.Keys(hours)) {
+		if hour < f.hour {
+			continue
+		}
+		if err := mergeRollup(hb, u64(uint64(hour)), hours[hour]); err != nil {
+			return nil, kept, fmt.Errorf("hour %d: %w", hour, err)
+		}
+		kept.Hours += hours[hour].Requests
+	}
+	db := s.bucket(tx, bucketDays)
+	for _, day := range slices.Sorted(maps.Keys(days)) {
+		if uint32Key([]byte(day)) < f.day {
+			continue
+		}
+		if err := mergeRollup(db, []byte(day), days[day]); err != nil {
+			return nil, kept, fmt.Errorf("day %x: %w", day, err)
+		}
+		kept.Days += days[day].Requests
+	}
+	if err := s.commitSeconds(tx, b); err != nil {
+		return nil, kept, err
+	}
+	ch, err := s.logPaths(tx, b, dayPaths, f.dayPaths)
+	return ch, kept, err
 }
 
 // advanceFloors moves the newest line stored to the newest of a batch's
 // minutes with a request, and returns the retention floors that follow.
-func (s *Store) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.Delta) (floors, error) {
+func (s *Site) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.Delta) (floors, error) {
 	for i := len(minutes) - 1; i >= 0; i-- {
 		if deltas[i].Requests > 0 {
 			if err := s.advance(tx, minutes[i]); err != nil {
@@ -142,11 +199,15 @@ func (s *Store) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.D
 }
 
 // Kept returns how many lines the commits since Open counted in minutes,
-// hours and days.
+// hours and days, over all sites.
 func (s *Store) Kept() logtally.Kept {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	return s.kept
+	var kept logtally.Kept
+	for _, si := range s.siteList() {
+		kept.Minutes, kept.Hours, kept.Days = kept.Minutes+si.kept.Minutes, kept.Hours+si.kept.Hours, kept.Days+si.kept.Days
+	}
+	return kept
 }
 
 // rollup adds a minute's delta to the hour or day record it belongs to.
@@ -231,7 +292,7 @@ func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
 // views per path. The minute's visitor count stays exact while its visitor
 // set is stored; once the set has been compacted away, new visitors can only
 // go into the sketch and the count becomes the sketch's estimate.
-func (s *Store) commitMinute(tx *bolt.Tx, minute int64, d *logtally.Delta, top []logtally.PageCount) error {
+func (s *Site) commitMinute(tx *bolt.Tx, minute int64, d *logtally.Delta, top []logtally.PageCount) error {
 	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
 	key := u64(uint64(minute))
 	var r record
@@ -275,9 +336,9 @@ func getUvarint(b []byte) uint64 {
 
 // commitSeconds stores the live window's per-second state and drops the
 // seconds that have left the window.
-func (s *Store) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
+func (s *Site) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
 	sb := s.bucket(tx, bucketSeconds)
-	sc := &s.scratch
+	sc := &s.st.scratch
 	for sec, d := range b.Seconds() {
 		if sec < b.WindowStart() {
 			continue

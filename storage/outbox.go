@@ -11,14 +11,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The outbox is what fleet mode adds to a commit: the batch it committed,
-// encoded (logtally.Batch.MarshalBinary) and numbered, written in the same
-// transaction as the counts and read positions. A shipper sends the entries
+// The outbox is what fleet mode adds to a commit: each batch it committed,
+// encoded (logtally.Batch.MarshalBinary, which names the batch's site) and
+// numbered, written in the same transaction as the counts and read
+// positions. There is one outbox for all sites, under the default site's
+// buckets, where it was before stores counted several sites: its numbers
+// order the commits of every site. A shipper sends the entries
 // on in number order and deletes them once the fleet database has them. So
 // a commit and what it owes the fleet are never apart: after any crash the
 // outbox holds exactly the committed batches not yet acknowledged.
 //
-//	sites/<site>/outbox/<seq>  uint64 commit time (unix nanoseconds), then
+//	sites/default/outbox/<seq> uint64 commit time (unix nanoseconds), then
 //	                           the batch's encoding; seq is uint64 and the
 //	                           bucket's sequence (bbolt NextSequence) is the
 //	                           last number given, so numbers are never reused
@@ -52,7 +55,7 @@ func (s *Store) Outbox() *Outbox { return s.outbox }
 // and counts what it holds.
 func (s *Store) openOutbox(tx *bolt.Tx) error {
 	s.outbox = &Outbox{s: s, written: make(chan struct{}, 1)}
-	site := tx.Bucket(bucketSites).Bucket(site)
+	site := tx.Bucket(bucketSites).Bucket(s.def.key)
 	ob := site.Bucket(bucketOutbox)
 	if ob == nil && s.cfg.Outbox {
 		var err error
@@ -89,7 +92,7 @@ func (o *Outbox) entry(b *logtally.Batch, now time.Time) ([]byte, error) {
 
 // put writes an entry under the next number, in a commit's transaction.
 func (o *Outbox) put(tx *bolt.Tx, entry []byte) error {
-	ob := o.s.bucket(tx, bucketOutbox)
+	ob := o.s.def.bucket(tx, bucketOutbox)
 	seq, err := ob.NextSequence()
 	if err != nil {
 		return err
@@ -121,7 +124,7 @@ func (o *Outbox) Next(after uint64) (logtally.OutboxEntry, bool, error) {
 	var e logtally.OutboxEntry
 	var ok bool
 	err := o.s.db.View(func(tx *bolt.Tx) error {
-		ob := o.s.bucket(tx, bucketOutbox)
+		ob := o.s.def.bucket(tx, bucketOutbox)
 		if ob == nil || after == ^uint64(0) {
 			return nil
 		}
@@ -149,7 +152,7 @@ func (o *Outbox) Next(after uint64) (logtally.OutboxEntry, bool, error) {
 func (o *Outbox) Delete(through uint64) (int, error) {
 	var n, size int64
 	err := o.s.db.Update(func(tx *bolt.Tx) error {
-		ob := o.s.bucket(tx, bucketOutbox)
+		ob := o.s.def.bucket(tx, bucketOutbox)
 		if ob == nil {
 			return nil
 		}
@@ -180,7 +183,7 @@ func (o *Outbox) Delete(through uint64) (int, error) {
 func (o *Outbox) Stats() (logtally.OutboxStats, error) {
 	st := logtally.OutboxStats{Entries: o.entries.Load(), Bytes: o.bytes.Load()}
 	err := o.s.db.View(func(tx *bolt.Tx) error {
-		ob := o.s.bucket(tx, bucketOutbox)
+		ob := o.s.def.bucket(tx, bucketOutbox)
 		if ob == nil {
 			return nil
 		}

@@ -20,7 +20,7 @@ import (
 // page views being counted in Other. Exact says whether everything was.
 // Whatever lies before the kept history of either source is left out, and
 // KeptFrom says where that history starts.
-func (s *Store) Pages(from, to time.Time, limit int) (logtally.PageRange, error) {
+func (s *Site) Pages(from, to time.Time, limit int) (logtally.PageRange, error) {
 	lo, hi := from.Truncate(time.Minute), to.Truncate(time.Minute).Add(time.Minute) // [lo, hi)
 	days := s.wholeDays(lo, hi)
 	out := logtally.PageRange{Exact: true}
@@ -91,7 +91,7 @@ func (s *Store) Pages(from, to time.Time, limit int) (logtally.PageRange, error)
 
 // wholeDays returns the days (yyyymmdd in the store's zone) that lie
 // whole in [lo, hi).
-func (s *Store) wholeDays(lo, hi time.Time) []uint32 {
+func (s *Site) wholeDays(lo, hi time.Time) []uint32 {
 	y, m, d := lo.In(s.loc).Date()
 	day := time.Date(y, m, d, 0, 0, 0, 0, s.loc)
 	if day.Before(lo) {
@@ -110,14 +110,14 @@ func (s *Store) wholeDays(lo, hi time.Time) []uint32 {
 }
 
 // nextDay is the start of the day after day (yyyymmdd).
-func (s *Store) nextDay(day uint32) time.Time {
+func (s *Site) nextDay(day uint32) time.Time {
 	y, m, d := s.dayTime(dayBytes(day)).Date()
 	return time.Date(y, m, d+1, 0, 0, 0, 0, s.loc)
 }
 
 // daysFrom is the first day (yyyymmdd) whose per-day path counts are kept:
 // the hour retention's, or later if a shorter one pruned them.
-func (s *Store) daysFrom(tx *bolt.Tx) uint32 {
+func (s *Site) daysFrom(tx *bolt.Tx) uint32 {
 	floor := s.floors(tx).dayPaths
 	if kept := s.keptFrom(tx)[1]; kept > 0 {
 		// kept is the start of the hour that held the floor when a
@@ -145,7 +145,7 @@ func addDayPaths(dpb *bolt.Bucket, day uint32, counts map[string]int64) error {
 // pathsTx opens a read transaction whose file the path log's counts are in
 // step with: read is called with it until it reports that they were (see
 // pathLog.counts). The caller rolls it back.
-func (s *Store) pathsTx(read func(tx *bolt.Tx) bool) (*bolt.Tx, error) {
+func (s *Site) pathsTx(read func(tx *bolt.Tx) bool) (*bolt.Tx, error) {
 	for {
 		tx, err := s.db.Begin(false)
 		if err != nil {
@@ -161,7 +161,7 @@ func (s *Store) pathsTx(read func(tx *bolt.Tx) bool) (*bolt.Tx, error) {
 // Totals returns the counts of the whole days from the day of from to the
 // day of to (in the store's zone), their visitors estimated from the days'
 // merged sketches: a visitor of several days counts once.
-func (s *Store) Totals(from, to time.Time) (logtally.Counts, error) {
+func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 	var total logtally.Counts
 	var hll *hyperloglog.Sketch
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -189,7 +189,7 @@ func (s *Store) Totals(from, to time.Time) (logtally.Counts, error) {
 
 // Newest returns the start of the minute of the newest line stored, and
 // whether there is one.
-func (s *Store) Newest() (t time.Time, ok bool, err error) {
+func (s *Site) Newest() (t time.Time, ok bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		var n int64
 		n, ok = s.newest(tx)
@@ -199,5 +199,5 @@ func (s *Store) Newest() (t time.Time, ok bool, err error) {
 	return t, ok, err
 }
 
-// Location returns the zone that the store's days follow.
-func (s *Store) Location() *time.Location { return s.loc }
+// Location returns the zone that the site's days follow: the store's.
+func (s *Site) Location() *time.Location { return s.loc }

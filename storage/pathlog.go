@@ -645,29 +645,44 @@ func (l *pathLog) load(tx *bolt.Tx, lb *bolt.Bucket) error {
 	return nil
 }
 
+// siteChange is a change a write transaction makes to one site's path log.
+type siteChange struct {
+	log *pathLog
+	ch  *logChange // nil: none
+}
+
 // writeTx runs fn in a write transaction and commits it. The caller holds
-// writeMu. The change to the path log that fn returns is published before
-// the commit and applied after it, so that the log's lock is never held
-// while the transaction commits.
-func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
+// writeMu. The changes to path logs that fn returns are published before
+// the commit and applied after it, so that no log's lock is held while the
+// transaction commits.
+func (s *Store) writeTx(fn func(tx *bolt.Tx) ([]siteChange, error)) error {
 	tx, err := s.db.Begin(true)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() // after fn failed or panicked; a no-op once committed
-	ch, err := fn(tx)
+	changes, err := fn(tx)
 	if err != nil {
 		return err
 	}
-	if ch == nil {
-		return s.commit(tx)
+	for _, c := range changes {
+		if c.ch != nil {
+			c.log.publish(c.ch, tx.ID())
+		}
 	}
-	s.log.publish(ch, tx.ID())
 	if err := s.commit(tx); err != nil {
-		s.log.withdraw()
+		for _, c := range changes {
+			if c.ch != nil {
+				c.log.withdraw()
+			}
+		}
 		return err
 	}
-	s.log.apply(ch)
+	for _, c := range changes {
+		if c.ch != nil {
+			c.log.apply(c.ch)
+		}
+	}
 	return nil
 }
 
@@ -678,12 +693,12 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) (*logChange, error)) error {
 // compaction adds them to) may reach the all-time cap: pending counts are
 // final only while nothing is capped at compaction. Days before floor are
 // past the retention of per-day page counts.
-func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, floor uint32) (*logChange, error) {
+func (s *Site) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, floor uint32) (*logChange, error) {
 	l := s.log
 	counters := s.bucket(tx, bucketCounters)
 	lb := s.bucket(tx, bucketPathLog)
 	folded := uint32Key(counters.Get(keyFolded))
-	nb := &s.scratch.numbers
+	nb := &s.numbers
 	nb.start(&l.dict, b.Paths())
 	l.uses++
 	ch := &logChange{}
@@ -697,7 +712,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, floor 
 		if pd == nil {
 			newDays++
 		}
-		sc, k := &s.scratch, len(dd.paths)
+		sc, k := &s.st.scratch, len(dd.paths)
 		d := loggedDay{day: dd.day, paths: carve(&sc.logPaths, k), slots: carve(&sc.logSlots, k), ids: carve(&sc.logIDs, k)}
 		fresh := 0
 		for i, pc := range dd.paths {
@@ -724,7 +739,7 @@ func (s *Store) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, floor 
 		if late {
 			lateCounts += len(d.paths)
 		}
-		n, err := appendLog(lb, &s.scratch.values, d.day, d.paths)
+		n, err := appendLog(lb, &s.st.scratch.values, d.day, d.paths)
 		if err != nil {
 			return nil, err
 		}
@@ -869,7 +884,7 @@ func (l *pathLog) loadSet(dayPaths *bolt.Bucket, prefix []byte, pd *pendingDay) 
 // into the all-time totals if the day is folded into them already. The sum
 // merged is the log's counts, plus extra: the change of the commit running
 // it, which the counts do not hold yet.
-func (s *Store) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
+func (s *Site) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
 	l := s.log
 	ch := &logChange{compacted: true}
 	lb := s.bucket(tx, bucketPathLog)
@@ -973,21 +988,53 @@ func sumSorted(delta []logtally.PageCount) []logtally.PageCount {
 	return out
 }
 
-// compact merges the path log into the per-path shards in a transaction of
-// its own. Commit asks RunPruner for it when the log grows; Prune runs it
-// too. There is nothing to do once the log is empty, so it is idempotent.
+// compact merges every site's path log into its per-path shards, each in
+// a transaction of its own. Prune runs it; RunPruner compacts the logs
+// that a commit found grown (compactWanted).
 func (s *Store) compact(ctx context.Context) error {
+	for _, si := range s.siteList() {
+		if err := si.compact(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compactWanted compacts the path logs that have grown past their soft
+// bounds.
+func (s *Store) compactWanted(ctx context.Context) error {
+	for _, si := range s.siteList() {
+		s.writeMu.Lock()
+		want := si.log.wantsCompaction()
+		s.writeMu.Unlock()
+		if !want {
+			continue
+		}
+		if err := si.compact(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compact merges the site's path log into its per-path shards in a
+// transaction of its own. There is nothing to do once the log is empty, so
+// it is idempotent.
+func (s *Site) compact(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	s.st.writeMu.Lock()
+	defer s.st.writeMu.Unlock()
 	if len(s.log.days) == 0 {
 		return nil
 	}
-	err := s.writeTx(func(tx *bolt.Tx) (*logChange, error) { return s.compactTx(tx, nil) })
+	err := s.st.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
+		ch, err := s.compactTx(tx, nil)
+		return []siteChange{{s.log, ch}}, err
+	})
 	if err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return fmt.Errorf("site %s: compact: %w", s.name, err)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func checkPending(t *testing.T, s *Store) {
 	want := make(map[uint32]map[string]int64)
 	var size int64
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return s.bucket(tx, bucketPathLog).ForEach(func(k, v []byte) error {
+		return s.def.bucket(tx, bucketPathLog).ForEach(func(k, v []byte) error {
 			day := binary.BigEndian.Uint32(k)
 			if want[day] == nil {
 				want[day] = make(map[string]int64)
@@ -60,15 +60,15 @@ func checkPending(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.log.mu.RLock()
-	defer s.log.mu.RUnlock()
+	s.def.log.mu.RLock()
+	defer s.def.log.mu.RUnlock()
 	got := make(map[uint32]map[string]int64)
 	entries := 0
-	for day, pd := range s.log.days {
+	for day, pd := range s.def.log.days {
 		got[day] = make(map[string]int64)
 		for i, n := range pd.views {
 			if n != 0 {
-				got[day][s.log.dict.names[i]] = n
+				got[day][s.def.log.dict.names[i]] = n
 				entries++
 			}
 		}
@@ -76,8 +76,8 @@ func checkPending(t *testing.T, s *Store) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("pending differs from the log:\n got %v\nwant %v", got, want)
 	}
-	if s.log.bytes != size || s.log.paths != entries {
-		t.Errorf("pending holds %d bytes, %d counts; the log %d bytes, %d counts", s.log.bytes, s.log.paths, size, entries)
+	if s.def.log.bytes != size || s.def.log.paths != entries {
+		t.Errorf("pending holds %d bytes, %d counts; the log %d bytes, %d counts", s.def.log.bytes, s.def.log.paths, size, entries)
 	}
 }
 
@@ -86,7 +86,7 @@ func logSize(t *testing.T, s *Store) int {
 	t.Helper()
 	n := 0
 	s.db.View(func(tx *bolt.Tx) error {
-		n = s.bucket(tx, bucketPathLog).Stats().KeyN
+		n = s.def.bucket(tx, bucketPathLog).Stats().KeyN
 		return nil
 	})
 	return n
@@ -264,7 +264,7 @@ func TestDayCapAdmitsFirstPaths(t *testing.T) {
 			}
 			var distinct uint64
 			s.db.View(func(tx *bolt.Tx) error {
-				distinct = getUvarint(s.bucket(tx, bucketCounters).Get(pathCounterKey(dayKey(t0, time.UTC))))
+				distinct = getUvarint(s.def.bucket(tx, bucketCounters).Get(pathCounterKey(dayKey(t0, time.UTC))))
 				return nil
 			})
 			if distinct != limit {
@@ -427,19 +427,19 @@ func TestPathLogBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-s.log.wake:
+		case <-s.wake:
 			woken = true
 		default:
 		}
-		p := s.log
+		p := s.def.log
 		if p.paths > compactHardPaths || p.bytes > compactHardBytes || len(p.days) > maxPendingDays {
 			t.Fatalf("commit %d: pending holds %d counts, %d bytes, %d days", c, p.paths, p.bytes, len(p.days))
 		}
 		if p.dict.len() > compactHardPaths+perCommit {
 			t.Fatalf("commit %d: dictionary of %d paths", c, p.dict.len())
 		}
-		if len(s.log.sets) > maxDaySets {
-			t.Fatalf("commit %d: %d admission sets", c, len(s.log.sets))
+		if len(s.def.log.sets) > maxDaySets {
+			t.Fatalf("commit %d: %d admission sets", c, len(s.def.log.sets))
 		}
 	}
 	if !woken {
@@ -472,8 +472,8 @@ func TestDaySetsEvicted(t *testing.T) {
 			truth[p]++
 		}
 		commitViews(t, s, views)
-		if len(s.log.sets) > maxDaySets {
-			t.Fatalf("%d admission sets", len(s.log.sets))
+		if len(s.def.log.sets) > maxDaySets {
+			t.Fatalf("%d admission sets", len(s.def.log.sets))
 		}
 	}
 	before := answers(t, s, all, t0, t0.Add(24*time.Hour), t0.Add(48*time.Hour), t0.Add(72*time.Hour))
@@ -511,7 +511,7 @@ func TestUpgradeFromSchema1(t *testing.T) {
 	}
 	db.Update(func(tx *bolt.Tx) error {
 		tx.Bucket(bucketMeta).Put(keySchema, u64(1))
-		return tx.Bucket(bucketSites).Bucket([]byte(DefaultSite)).DeleteBucket(bucketPathLog)
+		return tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)).DeleteBucket(bucketPathLog)
 	})
 	db.Close()
 
@@ -601,9 +601,9 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 		if err := s.Commit(b); err != nil {
 			t.Fatal(err)
 		}
-		maxLog = max(maxLog, s.log.bytes)
+		maxLog = max(maxLog, s.def.log.bytes)
 		select {
-		case <-s.log.wake:
+		case <-s.wake:
 			compactions++
 			if err := s.compact(t.Context()); err != nil {
 				t.Fatal(err)
@@ -614,13 +614,13 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 	checkPending(t, s)
 	shards := int64(0)
 	s.db.View(func(tx *bolt.Tx) error {
-		return s.bucket(tx, bucketDayPaths).ForEach(func(k, v []byte) error {
+		return s.def.bucket(tx, bucketDayPaths).ForEach(func(k, v []byte) error {
 			shards += int64(len(v))
 			return nil
 		})
 	})
-	if compactions < 2 || s.log.compactAt != max(shards, compactMinBytes) || maxLog > 2*compactMinBytes {
-		t.Errorf("%d compactions; log up to %d bytes, compacted at %d; shards %d bytes", compactions, maxLog, s.log.compactAt, shards)
+	if compactions < 2 || s.def.log.compactAt != max(shards, compactMinBytes) || maxLog > 2*compactMinBytes {
+		t.Errorf("%d compactions; log up to %d bytes, compacted at %d; shards %d bytes", compactions, maxLog, s.def.log.compactAt, shards)
 	}
 }
 

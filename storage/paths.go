@@ -181,17 +181,18 @@ var allTimePrefix = []byte{}
 // in the same transaction: once a day is folded, its later page views reach
 // the all-time totals only through compaction, and the log holds none from
 // before.
-func (s *Store) foldDay(day []byte) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	return s.writeTx(func(tx *bolt.Tx) (*logChange, error) {
+func (s *Site) foldDay(day []byte) error {
+	s.st.writeMu.Lock()
+	defer s.st.writeMu.Unlock()
+	return s.st.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
 		ch, err := s.compactTx(tx, nil)
 		if err != nil {
 			return nil, err
 		}
+		changes := []siteChange{{s.log, ch}}
 		counters := s.bucket(tx, bucketCounters)
 		if f := counters.Get(keyFolded); f != nil && bytes.Compare(day, f) <= 0 {
-			return ch, nil
+			return changes, nil
 		}
 		dpb := s.bucket(tx, bucketDayPaths)
 		counts := make(map[string]int64)
@@ -208,13 +209,13 @@ func (s *Store) foldDay(day []byte) error {
 		if _, err := addPaths(s.bucket(tx, bucketPaths), counters, allTimePrefix, counts, s.cfg.MaxPaths); err != nil {
 			return nil, err
 		}
-		return ch, counters.Put(keyFolded, bytes.Clone(day))
+		return changes, counters.Put(keyFolded, bytes.Clone(day))
 	})
 }
 
 // foldDays folds every day before today that is not folded yet, stored in
 // the shards or still in the path log.
-func (s *Store) foldDays(today []byte) error {
+func (s *Site) foldDays(today []byte) error {
 	var days [][]byte
 	err := s.db.View(func(tx *bolt.Tx) error {
 		folded := s.bucket(tx, bucketCounters).Get(keyFolded)

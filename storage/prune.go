@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -16,6 +18,7 @@ const pruneBatch = 1000
 
 // Pruned is what one pruning pass deleted of one kind of history.
 type Pruned struct {
+	Site     string        // the site whose history it is
 	What     string        // minutes, hours, days, or "per-day page counts"
 	Count    int           // minutes, hours or days deleted
 	From, To time.Time     // the first and the last of them
@@ -31,13 +34,29 @@ type Pruned struct {
 // than ExactVisitorsSpan behind the newest minute. It returns what it
 // deleted of each resolution, leaving out the visitor sets, which only turn
 // exact counts into kept ones.
+//
+// Every site is pruned in turn, its retention counted back from its own
+// newest line: a site that stopped receiving lines keeps its last history.
 func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 	now := s.now()
+	var out []Pruned
+	for _, si := range s.siteList() {
+		pruned, err := si.prune(ctx, now)
+		out = append(out, pruned...)
+		if err != nil {
+			return out, fmt.Errorf("site %s: %w", si.name, err)
+		}
+	}
+	return out, nil
+}
+
+// prune is Prune of one site.
+func (s *Site) prune(ctx context.Context, now time.Time) ([]Pruned, error) {
 	var f floors
 	if err := s.db.View(func(tx *bolt.Tx) error { f = s.floors(tx); return nil }); err != nil {
 		return nil, err
 	}
-	r := s.Retention()
+	r := s.st.Retention()
 	type job struct {
 		what   string
 		name   []byte
@@ -74,7 +93,7 @@ func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 	}
 	var out []Pruned
 	for _, j := range jobs {
-		p := Pruned{What: j.what, KeptFrom: j.unit(j.end), Keep: j.keep}
+		p := Pruned{Site: s.name, What: j.what, KeptFrom: j.unit(j.end), Keep: j.keep}
 		var prev []byte
 		_, err := s.deleteAllBefore(ctx, j.name, j.end, nil, func(k []byte) {
 			if prev != nil && bytes.Equal(prev[:j.prefix], k[:j.prefix]) {
@@ -102,7 +121,7 @@ func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 // (if not nil) with each key it deleted, in order, once they are. Keys are
 // collected first and deleted after, as a bbolt cursor must not see its
 // bucket change.
-func (s *Store) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted func(k []byte)) (int, error) {
+func (s *Site) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted func(k []byte)) (int, error) {
 	n := 0
 	var keys [][]byte
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -137,8 +156,8 @@ const recentWrite = 10 * time.Minute
 
 // compactVisitors drops the exact visitor sets of minutes before end that no
 // commit wrote in the last recentWrite.
-func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) (int, error) {
-	s.writeMu.Lock()
+func (s *Site) compactVisitors(ctx context.Context, end []byte, now time.Time) (int, error) {
+	s.st.writeMu.Lock()
 	recent := make(map[int64]bool)
 	for m, t := range s.touched {
 		if now.Sub(t) < recentWrite {
@@ -147,14 +166,14 @@ func (s *Store) compactVisitors(ctx context.Context, end []byte, now time.Time) 
 			delete(s.touched, m)
 		}
 	}
-	s.writeMu.Unlock()
+	s.st.writeMu.Unlock()
 	keep := func(k []byte) bool { return recent[int64(binary.BigEndian.Uint64(k))] }
 	return s.deleteAllBefore(ctx, bucketVisitors, end, keep, nil)
 }
 
 // deleteAllBefore deletes keys before end in transactions of pruneBatch,
 // calling deleted as deleteBefore does.
-func (s *Store) deleteAllBefore(ctx context.Context, name, end []byte, keep func([]byte) bool, deleted func([]byte)) (int, error) {
+func (s *Site) deleteAllBefore(ctx context.Context, name, end []byte, keep func([]byte) bool, deleted func([]byte)) (int, error) {
 	total := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -182,8 +201,8 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 			select {
 			case <-ctx.Done():
 				return
-			case <-s.log.wake:
-				if err := s.compact(ctx); err != nil && ctx.Err() == nil {
+			case <-s.wake:
+				if err := s.compactWanted(ctx); err != nil && ctx.Err() == nil {
 					log.Warn("compact", "err", err)
 				}
 			case <-t.C:
@@ -193,14 +212,23 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 	}
 }
 
+// siteAttr is the log attribute that names a site other than the default:
+// a store that counts one site logs as it did before it counted several.
+func siteAttr(site string) []any {
+	if site == logtally.DefaultSite {
+		return nil
+	}
+	return []any{"site", site}
+}
+
 // PruneLogged prunes once, and logs what it deleted: nothing is deleted
 // without a log line that says what, from when to when, and why.
 func (s *Store) PruneLogged(ctx context.Context, log *slog.Logger) error {
 	pruned, err := s.Prune(ctx)
 	for _, p := range pruned {
-		log.Info("pruned history past its retention", "what", p.What, "deleted", p.Count,
+		log.Info("pruned history past its retention", append(siteAttr(p.Site), "what", p.What, "deleted", p.Count,
 			"from", p.From.Format(time.RFC3339), "to", p.To.Format(time.RFC3339),
-			"kept_from", p.KeptFrom.Format(time.RFC3339), "keep", FormatSpan(p.Keep))
+			"kept_from", p.KeptFrom.Format(time.RFC3339), "keep", FormatSpan(p.Keep))...)
 	}
 	return err
 }

@@ -15,7 +15,7 @@ import (
 func unixMinute(m int64) time.Time { return time.Unix(m*60, 0).UTC() }
 
 // Minutes returns the stored minutes in [from, to], oldest first.
-func (s *Store) Minutes(from, to time.Time) ([]logtally.Bucket, error) {
+func (s *Site) Minutes(from, to time.Time) ([]logtally.Bucket, error) {
 	var out []logtally.Bucket
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return scan(s.bucket(tx, bucketMinutes), minuteKey(from), minuteKey(to), false,
@@ -42,7 +42,7 @@ func scan(b *bolt.Bucket, lo, hi []byte, withSketch bool, fn func(k []byte, r *r
 }
 
 // Last returns the start of the newest stored minute, and whether there is one.
-func (s *Store) Last() (t time.Time, ok bool, err error) {
+func (s *Site) Last() (t time.Time, ok bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		k, _ := s.bucket(tx, bucketMinutes).Cursor().Last()
 		if k != nil {
@@ -59,7 +59,7 @@ func (s *Store) Last() (t time.Time, ok bool, err error) {
 // visitors within that step: exact for a one-minute step unless the minute
 // says otherwise, estimated by merging sketches for longer steps. KeptFrom
 // says from which step on the retention holds everything.
-func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
+func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
 	out := logtally.Series{Step: step}
 	if to.Before(from) {
 		return out, nil
@@ -156,7 +156,7 @@ func (s *Store) Series(from, to time.Time, step time.Duration) (logtally.Series,
 // PathCounts returns the stored page views of each path on the day that
 // contains day (in the store's zone), and all-time: the shards plus what the
 // path log holds for them.
-func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
+func (s *Site) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
 	out := make([]logtally.PathCount, len(paths))
 	for i, p := range paths {
 		out[i].Path = p
@@ -223,7 +223,7 @@ func (s *Store) PathCounts(paths []string, day time.Time) ([]logtally.PathCount,
 }
 
 // WindowSeconds returns the stored live-window seconds in [from, to].
-func (s *Store) WindowSeconds(from, to int64) ([]logtally.Second, error) {
+func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 	var out []logtally.Second
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := s.bucket(tx, bucketSeconds).Cursor()
@@ -243,7 +243,7 @@ func (s *Store) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 
 // MinuteVisitors returns the exact visitor set stored for a minute, if it is
 // still kept.
-func (s *Store) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err error) {
+func (s *Site) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		v := s.bucket(tx, bucketVisitors).Get(minuteKey(minute))
 		if v == nil {

@@ -81,6 +81,7 @@ func decodeRetention(b []byte) (Retention, error) {
 // Held is a span the command line asked to shorten, that the store kept
 // because shortening it would delete data: what it would delete.
 type Held struct {
+	Site     string        // the site whose history it is
 	What     string        // minutes, hours, days, or "per-day page counts"
 	Flag     string        // the flag that asked for it
 	Asked    time.Duration // the span asked for
@@ -92,7 +93,7 @@ type Held struct {
 // settleRetention decides the retention in force from the stored one and
 // the one asked for, and stores it: a longer span is taken, a shorter one
 // only with ApplyRetention. It records what it held back in s.held, and,
-// when a span grows, from when the store holds everything of it.
+// when a span grows, from when each site holds everything of it.
 func (s *Store) settleRetention(tx *bolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
 	asked := Retention{Minutes: s.cfg.MinuteRetention, Hours: s.cfg.HourRetention, Days: s.cfg.DayRetention}
@@ -103,40 +104,75 @@ func (s *Store) settleRetention(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	ref, ok := s.reference(tx)
-	kept := s.keptFrom(tx)
 	a, st := asked.spans(), stored.spans()
 	force := st
+	var held [3]bool
 	for i := range force {
 		switch {
 		case a[i] > st[i]:
-			// Growing: what the shorter span pruned stays missing.
-			if t := s.floorTime(floorsAt(ref, st[i], s.loc), i); ok && t > 0 {
-				kept[i] = max(kept[i], t)
-			}
 			force[i] = a[i]
 		case a[i] < st[i] && s.cfg.ApplyRetention:
 			force[i] = a[i]
 		case a[i] < st[i]:
-			s.held = append(s.held, s.wouldDelete(tx, i, a[i], st[i], ref, ok)...)
+			held[i] = true
 		}
+	}
+	var heldBy [3][]Held // what each resolution held back would delete, site by site
+	for _, si := range s.siteList() {
+		ref, ok := si.reference(tx)
+		kept := si.keptFrom(tx)
+		for i := range force {
+			if a[i] > st[i] {
+				// Growing: what the shorter span pruned stays missing.
+				if t := si.floorTime(floorsAt(ref, st[i], s.loc), i); ok && t > 0 {
+					kept[i] = max(kept[i], t)
+				}
+			}
+			if held[i] {
+				heldBy[i] = append(heldBy[i], si.wouldDelete(tx, i, a[i], st[i], ref, ok)...)
+			}
+		}
+		var b []byte
+		for _, t := range kept {
+			b = binary.BigEndian.AppendUint64(b, uint64(t))
+		}
+		if err := si.bucket(tx, bucketCounters).Put(keyKeptFrom, b); err != nil {
+			return err
+		}
+	}
+	for _, hs := range heldBy {
+		s.held = append(s.held, heldSites(hs)...)
 	}
 	s.cfg.MinuteRetention, s.cfg.HourRetention, s.cfg.DayRetention = force[0], force[1], force[2]
 	in := Retention{Minutes: force[0], Hours: force[1], Days: force[2]}
-	if err := meta.Put(keyRetention, encodeRetention(in)); err != nil {
-		return err
+	return meta.Put(keyRetention, encodeRetention(in))
+}
+
+// heldSites keeps, of what one resolution held back would delete site by
+// site, the sites it would delete something of; or, if none, the default
+// site's, so that the span held is still said.
+func heldSites(hs []Held) []Held {
+	var out []Held
+	for _, h := range hs {
+		if h.Count > 0 {
+			out = append(out, h)
+		}
 	}
-	var b []byte
-	for _, t := range kept {
-		b = binary.BigEndian.AppendUint64(b, uint64(t))
+	if len(out) > 0 {
+		return out
 	}
-	return s.bucket(tx, bucketCounters).Put(keyKeptFrom, b)
+	for _, h := range hs {
+		if h.Site == logtally.DefaultSite {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // wouldDelete says what shortening resolution i from span kept to span
 // asked would delete, as of the reference ref.
-func (s *Store) wouldDelete(tx *bolt.Tx, i int, asked, kept time.Duration, ref int64, ok bool) []Held {
-	h := Held{What: resolutions[i].name, Flag: resolutions[i].flag, Asked: asked, Kept: kept}
+func (s *Site) wouldDelete(tx *bolt.Tx, i int, asked, kept time.Duration, ref int64, ok bool) []Held {
+	h := Held{Site: s.name, What: resolutions[i].name, Flag: resolutions[i].flag, Asked: asked, Kept: kept}
 	if !ok {
 		return []Held{h}
 	}
@@ -186,9 +222,9 @@ func (s *Store) LogRetention(log *slog.Logger) {
 		if h.Count > 0 {
 			would = fmt.Sprintf("%d %s, %s to %s", h.Count, h.What, h.From.Format(time.RFC3339), h.To.Format(time.RFC3339))
 		}
-		log.Warn("retention kept longer than asked: the stored one is in force", "flag", h.Flag,
+		log.Warn("retention kept longer than asked: the stored one is in force", append(siteAttr(h.Site), "flag", h.Flag,
 			"asked", FormatSpan(h.Asked), "in_force", FormatSpan(h.Kept), "what", h.What, "would_delete", would,
-			"fix", "start with --apply-retention to delete them, or with "+h.Flag+" "+FormatSpan(h.Kept)+" to keep them")
+			"fix", "start with --apply-retention to delete them, or with "+h.Flag+" "+FormatSpan(h.Kept)+" to keep them")...)
 	}
 }
 
@@ -200,7 +236,7 @@ func (s *Store) Retention() Retention {
 // newest returns the start of the newest minute with a line, unix seconds,
 // and whether there is one. A file from before it was recorded falls back
 // to the newest stored minute, then hour.
-func (s *Store) newest(tx *bolt.Tx) (int64, bool) {
+func (s *Site) newest(tx *bolt.Tx) (int64, bool) {
 	if v := s.bucket(tx, bucketCounters).Get(keyNewest); len(v) == 8 {
 		return int64(binary.BigEndian.Uint64(v)), true
 	}
@@ -215,14 +251,14 @@ func (s *Store) newest(tx *bolt.Tx) (int64, bool) {
 
 // reference is the time retention counts back from: the newest line's
 // minute, but never past the clock.
-func (s *Store) reference(tx *bolt.Tx) (int64, bool) {
+func (s *Site) reference(tx *bolt.Tx) (int64, bool) {
 	t, ok := s.newest(tx)
-	return min(t, s.now().Unix()), ok
+	return min(t, s.st.now().Unix()), ok
 }
 
 // advance moves the stored newest minute to minute (unix minute) if it is
 // later.
-func (s *Store) advance(tx *bolt.Tx, minute int64) error {
+func (s *Site) advance(tx *bolt.Tx, minute int64) error {
 	if t, ok := s.newest(tx); ok && t >= minute*60 {
 		return nil
 	}
@@ -231,7 +267,7 @@ func (s *Store) advance(tx *bolt.Tx, minute int64) error {
 
 // keptFrom returns, for minutes, hours and days, the unix second before
 // which a span that grew finds what a shorter one pruned (0: none).
-func (s *Store) keptFrom(tx *bolt.Tx) [3]int64 {
+func (s *Site) keptFrom(tx *bolt.Tx) [3]int64 {
 	var out [3]int64
 	if v := s.bucket(tx, bucketCounters).Get(keyKeptFrom); len(v) == 24 {
 		for i := range out {
@@ -275,7 +311,7 @@ func retentionFloors(ref int64, ok bool, r Retention, loc *time.Location) floors
 
 // floorTime is the start of resolution i's floor (minutes, hours, days),
 // unix seconds; 0 if there is none.
-func (s *Store) floorTime(f floors, i int) int64 {
+func (s *Site) floorTime(f floors, i int) int64 {
 	switch {
 	case i == 0:
 		return f.minute * 60
@@ -288,9 +324,9 @@ func (s *Store) floorTime(f floors, i int) int64 {
 }
 
 // floors are the floors in force in tx.
-func (s *Store) floors(tx *bolt.Tx) floors {
+func (s *Site) floors(tx *bolt.Tx) floors {
 	ref, ok := s.reference(tx)
-	return retentionFloors(ref, ok, s.Retention(), s.loc)
+	return retentionFloors(ref, ok, s.st.Retention(), s.loc)
 }
 
 func dayBytes(d uint32) []byte { return binary.BigEndian.AppendUint32(nil, d) }
@@ -299,13 +335,23 @@ func minuteTime(k []byte) time.Time { return unixMinute(int64(binary.BigEndian.U
 
 func hourTime(k []byte) time.Time { return time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC() }
 
-func (s *Store) dayTime(k []byte) time.Time { return dayStart(k[:4], s.loc) }
+func (s *Site) dayTime(k []byte) time.Time { return dayStart(k[:4], s.loc) }
 
 // upgradeRetention brings a file of schema version 2, which pruned by the
 // clock and did not store its retention, to version 3: nothing is known of
 // what it pruned, so each resolution is held whole only from its oldest
 // record on.
 func (s *Store) upgradeRetention(tx *bolt.Tx) error {
+	for _, si := range s.siteList() {
+		if err := si.upgradeRetention(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upgradeRetention is Store.upgradeRetention of one site.
+func (s *Site) upgradeRetention(tx *bolt.Tx) error {
 	var kept [3]int64
 	for i, name := range [][]byte{bucketMinutes, bucketHours, bucketDays} {
 		k, _ := s.bucket(tx, name).Cursor().First()
@@ -336,7 +382,7 @@ func (s *Store) upgradeRetention(tx *bolt.Tx) error {
 // KeptFrom returns, for a series step, the start of the first step from
 // which history is held whole, and false when all of it is: steps before
 // it were pruned, or never stored, under the retention.
-func (s *Store) KeptFrom(step time.Duration) (t time.Time, ok bool, err error) {
+func (s *Site) KeptFrom(step time.Duration) (t time.Time, ok bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		t, ok = s.keptFromStep(tx, step)
 		return nil
@@ -345,7 +391,7 @@ func (s *Store) KeptFrom(step time.Duration) (t time.Time, ok bool, err error) {
 }
 
 // keptFromStep is KeptFrom in tx.
-func (s *Store) keptFromStep(tx *bolt.Tx, step time.Duration) (time.Time, bool) {
+func (s *Site) keptFromStep(tx *bolt.Tx, step time.Duration) (time.Time, bool) {
 	f, kept := s.floors(tx), s.keptFrom(tx)
 	i := 0 // minutes
 	switch step {
@@ -363,7 +409,7 @@ func (s *Store) keptFromStep(tx *bolt.Tx, step time.Duration) (time.Time, bool) 
 
 // stepCeil is the start of the first step at or after t: days in the
 // store's zone, shorter steps as Series starts them.
-func (s *Store) stepCeil(t time.Time, step time.Duration) time.Time {
+func (s *Site) stepCeil(t time.Time, step time.Duration) time.Time {
 	if step == 24*time.Hour {
 		y, m, d := t.In(s.loc).Date()
 		start := time.Date(y, m, d, 0, 0, 0, 0, s.loc)

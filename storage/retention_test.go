@@ -168,7 +168,7 @@ func TestShorterRetentionIsHeld(t *testing.T) {
 		t.Errorf("retention in force %v, want the stored 1000h", r.Minutes)
 	}
 	held := s.Held()
-	want := Held{What: "minutes", Flag: "--keep-minutes", Asked: 14 * day, Kept: 1000 * time.Hour,
+	want := Held{Site: logtally.DefaultSite, What: "minutes", Flag: "--keep-minutes", Asked: 14 * day, Kept: 1000 * time.Hour,
 		Count: 15, From: t0, To: t0.Add(14 * day)}
 	if len(held) != 1 || held[0] != want {
 		t.Errorf("Held = %+v\nwant %+v", held, want)
@@ -264,7 +264,7 @@ func TestUpgradeFromSchema2(t *testing.T) {
 	db.Update(func(tx *bolt.Tx) error {
 		tx.Bucket(bucketMeta).Put(keySchema, u64(2))
 		tx.Bucket(bucketMeta).Delete(keyRetention)
-		counters := tx.Bucket(bucketSites).Bucket([]byte(DefaultSite)).Bucket(bucketCounters)
+		counters := tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)).Bucket(bucketCounters)
 		counters.Delete(keyNewest)
 		return counters.Delete(keyKeptFrom)
 	})
@@ -278,7 +278,7 @@ func TestUpgradeFromSchema2(t *testing.T) {
 		if v := binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
 			t.Errorf("schema %d after the upgrade, want %d", v, SchemaVersion)
 		}
-		if n, ok := s.newest(tx); !ok || n != t0.Add(time.Hour).Unix() {
+		if n, ok := s.def.newest(tx); !ok || n != t0.Add(time.Hour).Unix() {
 			t.Errorf("newest after the upgrade = %d, %t; want the newest minute", n, ok)
 		}
 		return nil

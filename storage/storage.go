@@ -1,13 +1,15 @@
 // Package storage persists per-minute counts, their hourly and daily
 // rollups, per-path page views and each log file's read position in one
-// embedded bbolt file.
+// embedded bbolt file, for one site or several: each site has buckets of
+// its own (see Site), the read positions are the file's.
 //
 // The idea that makes it crash-safe: everything a batch of lines produced
 // (minute, hour and day deltas, per-path counts, the live window's
 // per-second state) and the file offsets just after those lines are written
-// in the same bbolt transaction. The access log itself is the durable queue;
-// after any crash, reading resumes at the last committed offset, and nothing
-// is lost or counted twice.
+// in the same bbolt transaction, for the batches of every site a commit
+// holds. The access log itself is the durable queue; after any crash,
+// reading resumes at the last committed offset, and nothing is lost or
+// counted twice.
 //
 // Per-path counts are the one thing a commit does not merge in place: it
 // appends them to a path log, which compaction merges into the per-path
@@ -40,10 +42,8 @@ import (
 // the stored retention keeps.
 const SchemaVersion = 3
 
-// DefaultSite is the site all data belongs to until several sites are served.
-const DefaultSite = "default"
-
-// Bucket layout. Time keys are big-endian so that byte order is time order.
+// Bucket layout. Every site (a logtally.ValidSite name, logtally.DefaultSite
+// always among them) has the same buckets under sites/<site>. Time keys are big-endian so that byte order is time order.
 //
 //	meta/schema                     uint64 SchemaVersion
 //	meta/salt                       uint64 visitor-hash salt, chosen at creation
@@ -64,8 +64,8 @@ const DefaultSite = "default"
 //	                                newest line's minute, from when each
 //	                                resolution is held whole (retention.go)
 //	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
-//	sites/<site>/outbox/<seq>       a committed batch waiting to be shipped to
-//	                                the fleet (fleet mode; see outbox.go)
+//	sites/default/outbox/<seq>      a committed batch of any site waiting to be
+//	                                shipped to the fleet (fleet mode; see outbox.go)
 var (
 	bucketMeta      = []byte("meta")
 	bucketPositions = []byte("positions")
@@ -82,8 +82,6 @@ var (
 
 	siteBuckets = [][]byte{bucketMinutes, bucketVisitors, bucketHours, bucketDays, bucketPaths,
 		bucketDayPaths, bucketCounters, bucketSeconds, bucketPathLog}
-
-	site = []byte(DefaultSite) // the one site served so far
 
 	keySchema = []byte("schema")
 	keySalt   = []byte("salt")
@@ -133,8 +131,9 @@ type Config struct {
 	// Outbox makes each commit also write the batch it committed to the
 	// outbox, numbered, for fleet mode's shipper (see Outbox).
 	Outbox bool
-	// MaxOutbox is the most batches the outbox holds: past it a commit
-	// fails with ErrOutboxFull. 0: no limit.
+	// MaxOutbox is the most batches the outbox holds: a commit that finds
+	// it holding as many fails with ErrOutboxFull (one that adds several
+	// batches may pass it by the rest of them). 0: no limit.
 	MaxOutbox int
 }
 
@@ -230,6 +229,11 @@ func orDefault[T comparable](v *T, d T) {
 // Store is an open database. It is safe for concurrent use: bbolt allows one
 // writer and many readers at once, and the path log's readers never wait
 // for a writer's commit (see pathLog).
+//
+// A store serves several sites (see Site). It does not limit how many:
+// each costs a set of buckets in the file and, in memory, a path log and a
+// few maps, so the ingest layer caps them (--max-sites). The read methods
+// of Store read logtally.DefaultSite, as a single-site store always did.
 type Store struct {
 	cfg  Config
 	loc  *time.Location   // days are calendar days here
@@ -237,19 +241,23 @@ type Store struct {
 	db   *bolt.DB
 	file os.FileInfo // the file db is, to tell whether Path still names it
 	salt uint64
-	log  *pathLog
 	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
 	// holds commits at a chosen point.
 	commit func(*bolt.Tx) error
 
-	// writeMu is held by whatever writes counts or the path log (Commit,
-	// compaction, folding) for its whole length, and by whoever reads
-	// touched. It guards the fields below, and makes its holder the path
-	// log's writer.
+	// writeMu is held by whatever writes counts or a path log (Commit,
+	// compaction, folding, CopySite) for its whole length, and by whoever
+	// reads a site's touched. It guards the fields below and each site's
+	// writer state, and makes its holder every path log's writer.
 	writeMu sync.Mutex
 	scratch scratch
-	touched map[int64]time.Time // minute -> when a commit last wrote it
-	kept    logtally.Kept       // lines committed to each resolution since Open
+
+	// sitesMu guards sites: a site is added, by its writer, once the
+	// transaction that created its buckets has committed.
+	sitesMu sync.RWMutex
+	sites   map[string]*Site
+	def     *Site         // logtally.DefaultSite, which every file has
+	wake    chan struct{} // asks RunPruner for a compaction (see pathLog.askCompaction)
 
 	held []Held // spans kept longer than asked, decided at Open
 
@@ -281,8 +289,8 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	// truncate and a sync per MiB of data, which is nothing next to the
 	// commits that wrote it.
 	db.AllocSize = allocSize
-	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, file: file, log: newPathLog(),
-		commit: (*bolt.Tx).Commit, touched: make(map[int64]time.Time)}
+	s := newStore(cfg, loc, now, db)
+	s.file, s.commit = file, (*bolt.Tx).Commit
 	err = db.Update(func(tx *bolt.Tx) error {
 		if err := s.init(tx); err != nil {
 			return err
@@ -292,16 +300,46 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 		}
 		return s.openOutbox(tx)
 	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	if err == nil {
+		err = db.View(s.loadLogs)
 	}
-	err = db.View(func(tx *bolt.Tx) error { return s.log.load(tx, s.bucket(tx, bucketPathLog)) })
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
 	}
 	return s, nil
+}
+
+func newStore(cfg Config, loc *time.Location, now func() time.Time, db *bolt.DB) *Store {
+	return &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, sites: make(map[string]*Site),
+		wake: make(chan struct{}, 1)}
+}
+
+// addSites makes a Site of every site the file holds, its path log not
+// loaded yet. It is called once, before the store is used.
+func (s *Store) addSites(tx *bolt.Tx) {
+	tx.Bucket(bucketSites).ForEach(func(k, v []byte) error {
+		if v == nil {
+			si := s.newSite(string(k))
+			s.sites[si.name] = si
+		}
+		return nil
+	})
+	s.def = s.sites[logtally.DefaultSite]
+}
+
+// loadLogs rebuilds every site's path log from the file.
+func (s *Store) loadLogs(tx *bolt.Tx) error {
+	for _, si := range s.sites {
+		lb := si.bucket(tx, bucketPathLog)
+		if lb == nil {
+			continue // a version 1 file, read only
+		}
+		if err := si.log.load(tx, lb); err != nil {
+			return fmt.Errorf("site %s: %w", si.name, err)
+		}
+	}
+	return nil
 }
 
 // init checks the schema of an existing file, or lays out a new one.
@@ -311,8 +349,10 @@ func (s *Store) init(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		site := tx.Bucket(bucketSites).Bucket(site)
+		s.addSites(tx)
 		if version == 1 {
+			// Version 1 files hold the default site alone.
+			site := tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite))
 			if _, err := site.CreateBucket(bucketPathLog); err != nil {
 				return err
 			}
@@ -349,17 +389,25 @@ func (s *Store) init(tx *bolt.Tx) error {
 	if _, err := tx.CreateBucket(bucketPositions); err != nil {
 		return err
 	}
-	sites, err := tx.CreateBucket(bucketSites)
-	if err != nil {
+	if _, err := tx.CreateBucket(bucketSites); err != nil {
 		return err
 	}
-	site, err := sites.CreateBucket(site)
-	if err != nil {
+	if err := createSite(tx, logtally.DefaultSite); err != nil {
 		return err
 	}
-	for _, name := range siteBuckets {
-		if _, err := site.CreateBucket(name); err != nil {
-			return err
+	s.addSites(tx)
+	return nil
+}
+
+// createSite creates a site's buckets.
+func createSite(tx *bolt.Tx, name string) error {
+	site, err := tx.Bucket(bucketSites).CreateBucket([]byte(name))
+	if err != nil {
+		return fmt.Errorf("site %s: %w", name, err)
+	}
+	for _, b := range siteBuckets {
+		if _, err := site.CreateBucket(b); err != nil {
+			return fmt.Errorf("site %s: %w", name, err)
 		}
 	}
 	return nil
@@ -380,8 +428,8 @@ func (s *Store) check(tx *bolt.Tx) (version uint64, err error) {
 		return 0, fmt.Errorf("salt: %w", ErrCorrupt)
 	}
 	s.salt = binary.BigEndian.Uint64(salt)
-	if tx.Bucket(bucketSites) == nil || tx.Bucket(bucketSites).Bucket(site) == nil {
-		return 0, fmt.Errorf("site %s missing: %w", site, ErrCorrupt)
+	if tx.Bucket(bucketSites) == nil || tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)) == nil {
+		return 0, fmt.Errorf("site %s missing: %w", logtally.DefaultSite, ErrCorrupt)
 	}
 	return version, nil
 }
@@ -418,14 +466,12 @@ func OpenReadOnly(cfg Config, timeout time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg.withDefaults(), loc: loc, now: time.Now, db: db, log: newPathLog(),
-		touched: make(map[int64]time.Time)}
+	s := newStore(cfg, loc, time.Now, db)
 	err = db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketMeta) == nil {
 			return fmt.Errorf("%w: no schema version", ErrSchema)
 		}
-		version, err := s.check(tx)
-		if err != nil {
+		if _, err := s.check(tx); err != nil {
 			return err
 		}
 		if v := tx.Bucket(bucketMeta).Get(keyRetention); v != nil {
@@ -435,10 +481,8 @@ func OpenReadOnly(cfg Config, timeout time.Duration) (*Store, error) {
 			}
 			s.cfg.MinuteRetention, s.cfg.HourRetention, s.cfg.DayRetention = r.Minutes, r.Hours, r.Days
 		}
-		if version == 1 {
-			return nil // no path log
-		}
-		return s.log.load(tx, s.bucket(tx, bucketPathLog))
+		s.addSites(tx)
+		return s.loadLogs(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -452,11 +496,6 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Salt returns the visitor-hash salt chosen when the database was created.
 func (s *Store) Salt() uint64 { return s.salt }
-
-// bucket returns one of the site's buckets.
-func (s *Store) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
-	return tx.Bucket(bucketSites).Bucket(site).Bucket(name)
-}
 
 // Position returns the committed read offset of a file, and whether there is
 // one.

@@ -55,7 +55,7 @@ func mustOpenAt(t *testing.T, cfg Config, now func() time.Time) *Store {
 func (s *Store) hours(from, to time.Time) ([]logtally.Bucket, error) {
 	var out []logtally.Bucket
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return scan(s.bucket(tx, bucketHours), u64(uint64(logtally.FloorDiv(from.Unix(), 3600))),
+		return scan(s.def.bucket(tx, bucketHours), u64(uint64(logtally.FloorDiv(from.Unix(), 3600))),
 			u64(uint64(logtally.FloorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
 				out = append(out, logtally.Bucket{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
 			})
@@ -67,7 +67,7 @@ func (s *Store) hours(from, to time.Time) ([]logtally.Bucket, error) {
 func (s *Store) days(from, to time.Time) ([]logtally.Bucket, error) {
 	var out []logtally.Bucket
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return scan(s.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(k []byte, r *record) {
+		return scan(s.def.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(k []byte, r *record) {
 			out = append(out, logtally.Bucket{Time: dayStart(k, s.loc), Counts: r.Counts})
 		})
 	})
@@ -220,7 +220,7 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
 	commit(t, s, func(b *logtally.Batch) { addHit(b, page(3*3600, 3, "/"), 200, 0, false) })
 	s.writeMu.Lock()
-	clear(s.touched) // as if the writes were long ago
+	clear(s.def.touched) // as if the writes were long ago
 	s.writeMu.Unlock()
 	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)

@@ -146,7 +146,7 @@ func buckets(path string) error {
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error {
-		site := tx.Bucket([]byte("sites")).Bucket([]byte(storage.DefaultSite))
+		site := tx.Bucket([]byte("sites")).Bucket([]byte(logtally.DefaultSite))
 		return site.ForEachBucket(func(name []byte) error {
 			b := site.Bucket(name)
 			var keys, data int

@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/storage"
 )
 
@@ -30,7 +31,7 @@ func damageBucket(path, bucket string) error {
 	}
 	var page, size int64
 	err = db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("sites")).Bucket([]byte(storage.DefaultSite)).Bucket([]byte(bucket))
+		b := tx.Bucket([]byte("sites")).Bucket([]byte(logtally.DefaultSite)).Bucket([]byte(bucket))
 		if b == nil {
 			return errors.New("no bucket " + bucket)
 		}

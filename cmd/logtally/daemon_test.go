@@ -228,11 +228,11 @@ type failingStore struct {
 	failing *atomic.Bool
 }
 
-func (f *failingStore) Commit(b *logtally.Batch) error {
+func (f *failingStore) Commit(bs ...*logtally.Batch) error {
 	if f.failing.Load() {
 		return errors.New("write: no space left on device")
 	}
-	return f.Committer.Commit(b)
+	return f.Committer.Commit(bs...)
 }
 
 // TestSIGTERMDuringIngest stops the real program with SIGTERM while lines are
