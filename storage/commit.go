@@ -46,15 +46,11 @@ func (s *Store) Commit(bs ...*logtally.Batch) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	sites := make([]*Site, len(bs))
-	var fresh []bool // sites created by this commit, by batch
+	fresh := make([]bool, len(bs)) // sites this commit creates, by batch
 	for i, b := range bs {
 		si, ok := s.Site(b.Site())
 		if !ok {
-			si = s.newSite(b.Site())
-			if fresh == nil {
-				fresh = make([]bool, len(bs))
-			}
-			fresh[i] = true
+			si, fresh[i] = s.newSite(b.Site()), true
 		}
 		sites[i] = si
 		defer si.numbers.reset()
@@ -64,7 +60,7 @@ func (s *Store) Commit(bs ...*logtally.Batch) error {
 	err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
 		changes := make([]siteChange, 0, len(bs))
 		for i, b := range bs {
-			if fresh != nil && fresh[i] {
+			if fresh[i] {
 				if err := createSite(tx, b.Site()); err != nil {
 					return nil, err
 				}
@@ -98,7 +94,7 @@ func (s *Store) Commit(bs ...*logtally.Batch) error {
 	}
 	for i, b := range bs {
 		si := sites[i]
-		if fresh != nil && fresh[i] {
+		if fresh[i] {
 			s.addSite(si)
 		}
 		s.outbox.added(entries[i])
