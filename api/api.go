@@ -101,6 +101,9 @@ type Deps struct {
 	// Fleet, in fleet mode, is what the API answers from by default; nil
 	// without fleet mode. See Fleet.
 	Fleet *Fleet
+	// Sites, with several sites, answers ?site= and /api/v1/sites; then
+	// Snapshot and History are of all sites together. See Sites.
+	Sites Sites
 }
 
 // History is the stored data the history endpoints read: a storage.Store,
@@ -130,6 +133,9 @@ type Server struct {
 	fleetCache   atomic.Pointer[rendered] // bodies of the fleet's current View
 	fleetHistory *Server                  // answers history from the fleet database; nil without fleet mode
 	fleetOnly    bool                     // this is a fleetHistory: errors are the database's, 503
+
+	sites    siteServers // the Servers of ?site=
+	siteName string      // of a ?site= Server; "" for the daemon's
 }
 
 // New returns the API handler.
@@ -170,10 +176,13 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Fleet != nil {
 		s.fleetHistory = newFleetHistory(cfg, deps)
 	}
-	get("/api/v1/stats", s.scoped(s.stats, s.fleetStats))
-	get("/api/v1/pages", s.scoped(s.pages, s.fleetPages))
-	get("/api/v1/pages/count", s.scoped(s.pageCounts, s.fleetPageCounts))
-	get("/api/v1/series", s.scoped(s.series, s.fleetSeries))
+	// ?site= answers from this node's counts of the site, in fleet mode
+	// too: the fleet database keeps every site, but serves all together.
+	get("/api/v1/stats", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.stats, s.fleetStats) }))
+	get("/api/v1/pages", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pages, s.fleetPages) }))
+	get("/api/v1/pages/count", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pageCounts, s.fleetPageCounts) }))
+	get("/api/v1/series", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.series, s.fleetSeries) }))
+	get("/api/v1/sites", s.sitesList)
 	get("/api/v1/status", s.status)
 	get("/healthz", s.healthz)
 	get("/readyz", s.readyz)

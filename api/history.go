@@ -94,7 +94,7 @@ func (p *SeriesPoint) UnmarshalJSON(b []byte) error {
 // second); S is one of logtally.Steps. Defaults: the last hour, by minute.
 func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 	if s.deps.History == nil {
-		writeError(w, http.StatusNotFound, "no history is kept")
+		s.noHistory(w)
 		return
 	}
 	if err := onlyParams(r, []string{"from", "to", "step"}); err != nil {
@@ -179,7 +179,7 @@ func countPaths(r *http.Request) ([]string, error) {
 // article or listing shows next to each item.
 func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
 	if s.deps.History == nil {
-		writeError(w, http.StatusNotFound, "no history is kept")
+		s.noHistory(w)
 		return
 	}
 	paths, err := countPaths(r)
@@ -288,6 +288,10 @@ type PagesRange struct {
 // historyPages answers GET /api/v1/pages?from=T&to=T&limit=N from the
 // stored history: the top pages of the range (see storage.Store.Pages).
 func (s *Server) historyPages(w http.ResponseWriter, r *http.Request, limit int) {
+	if s.deps.History == nil {
+		s.noHistory(w)
+		return
+	}
 	ph, ok := s.deps.History.(PageHistory)
 	if !ok {
 		writeError(w, http.StatusNotFound, "no history of pages is kept")

@@ -14,6 +14,7 @@ type Status struct {
 	Lines         LineStatus       `json:"lines"`
 	Samples       []RejectedSample `json:"rejected_samples"`
 	Store         StoreStatus      `json:"store"`
+	Sites         *SitesStatus     `json:"sites,omitempty"` // absent when one site is counted
 	Fleet         *FleetStatus     `json:"fleet,omitempty"` // absent without fleet mode
 }
 
@@ -53,6 +54,16 @@ type StoreStatus struct {
 	Error      string    `json:"error,omitempty"`
 	Commits    int64     `json:"commits"`
 	LastCommit time.Time `json:"last_commit,omitzero"` // absent before the first commit
+}
+
+// SitesStatus is how many sites are counted apart (--site, --site-field)
+// and whether the limit on them was reached.
+type SitesStatus struct {
+	Counted  int `json:"counted"`
+	MaxSites int `json:"max_sites"`
+	// OtherLines counts the lines of sites first seen past max_sites, which
+	// count under (other) since start.
+	OtherLines int64 `json:"other_lines"`
 }
 
 // FleetStatus is fleet mode's part of the status: how far this node has

@@ -35,7 +35,10 @@ func (s *Store) Apply(ctx context.Context, node string, seq uint64, b *logtally.
 	if seq == 0 || seq > math.MaxInt64 {
 		return false, fmt.Errorf("fleet: apply: batch number %d out of range", seq)
 	}
-	site := logtally.DefaultSite
+	// A node's outbox numbers the batches of all its sites in one
+	// sequence, so its one cursor is kept under DefaultSite; the counts go
+	// to the batch's own site.
+	site, cursorSite := b.Site(), logtally.DefaultSite
 	p := s.prepare(b, s.Now())
 
 	tx, err := s.pool.Begin(ctx)
@@ -45,9 +48,9 @@ func (s *Store) Apply(ctx context.Context, node string, seq uint64, b *logtally.
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
 	cur := &pgx.Batch{}
-	cur.Queue("INSERT INTO logtally.cursors (site, node, last_seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING", site, node)
+	cur.Queue("INSERT INTO logtally.cursors (site, node, last_seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING", cursorSite, node)
 	var last int64
-	cur.Queue("SELECT last_seq FROM logtally.cursors WHERE site = $1 AND node = $2 FOR UPDATE", site, node).
+	cur.Queue("SELECT last_seq FROM logtally.cursors WHERE site = $1 AND node = $2 FOR UPDATE", cursorSite, node).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
 	if err := tx.SendBatch(ctx, cur).Close(); err != nil {
 		return false, fmt.Errorf("fleet: apply %s/%d: cursor: %w", node, seq, err)
@@ -355,6 +358,6 @@ func (p *payload) statements(site, node string, seq int64) *pgx.Batch {
 			q.Queue(v.sql, site, v.rows.keys, v.rows.paths, v.rows.views)
 		}
 	}
-	q.Queue(moveCursor, site, node, seq)
+	q.Queue(moveCursor, logtally.DefaultSite, node, seq) // the node's one cursor: see Apply
 	return q
 }

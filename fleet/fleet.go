@@ -90,6 +90,11 @@ type Config struct {
 	// exactly; after, its visitors are left out and the bucket says it is
 	// approximate.
 	VisitorSpan time.Duration
+
+	// Site is the site the fleet's answers are for: logtally.DefaultSite,
+	// or with sites counted apart logtally.AllSites. The program sets it;
+	// every site's batches are shipped either way.
+	Site string
 }
 
 // DefaultConfig returns the documented defaults, with the host name as the

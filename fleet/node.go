@@ -149,7 +149,7 @@ func (n *Node) run(ctx context.Context) {
 		n.stop(err)
 		return
 	}
-	n.refresher.Store(NewRefresher(st, logtally.DefaultSite, n.log))
+	n.refresher.Store(NewRefresher(st, n.site(), n.log))
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -267,7 +267,7 @@ func (n *Node) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 	if st == nil {
 		return logtally.Series{Step: step}, ErrNotConnected
 	}
-	return History{Store: st, Site: logtally.DefaultSite, Timeout: queryTimeout}.Series(from, to, step)
+	return History{Store: st, Site: n.site(), Timeout: queryTimeout}.Series(from, to, step)
 }
 
 // PathCounts answers the fleet's page views per path today and in all,
@@ -277,7 +277,7 @@ func (n *Node) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, 
 	if st == nil {
 		return nil, ErrNotConnected
 	}
-	return History{Store: st, Site: logtally.DefaultSite, Timeout: queryTimeout}.PathCounts(paths, day)
+	return History{Store: st, Site: n.site(), Timeout: queryTimeout}.PathCounts(paths, day)
 }
 
 // NodeStats is what a Node reports of itself: how far it has shipped, what
@@ -317,4 +317,12 @@ func (n *Node) Stats() NodeStats {
 		_, st.RefreshError = r.LastError()
 	}
 	return st
+}
+
+// site is the site the node's answers from the fleet are for.
+func (n *Node) site() string {
+	if n.cfg.Site == "" {
+		return logtally.DefaultSite
+	}
+	return n.cfg.Site
 }

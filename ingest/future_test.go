@@ -48,7 +48,7 @@ func TestFutureLinesRejected(t *testing.T) {
 			if tt.anchor == AnchorLog {
 				win = window.New(window.Config{Length: 10 * time.Minute, MaxSkew: 2 * time.Minute}, time.Unix(0, 0))
 			}
-			p := New(Config{Anchor: tt.anchor, PersistWindow: !tt.replay}, Deps{Format: format, Classifier: classifier,
+			p := mustNew(t, Config{Anchor: tt.anchor, PersistWindow: !tt.replay}, Deps{Format: format, Classifier: classifier,
 				Window: win, Store: store, Now: func() time.Time { return now }})
 			in := make(chan tailer.Chunk, 1)
 			in <- tailer.Chunk{File: "f", Data: data, Offset: int64(len(data))}

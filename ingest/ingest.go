@@ -55,6 +55,24 @@ type Config struct {
 	// Replay, which has no live window to serve, leaves it off.
 	PersistWindow bool
 	MaxLine       int // longer lines are rejected: the tailer's limit
+
+	// Sites: where a line's site comes from. PatternSites[i] is the site
+	// of the files of pattern i (tailer.Chunk.Pattern), "" for none; a
+	// line of no mapped file is counted under its host (Record.VHost) with
+	// ByField, else under logtally.DefaultSite. With neither, the pipeline
+	// counts one site, DefaultSite, and nothing else. The program sets them
+	// from SiteFiles and the parser's --site-field.
+	PatternSites []string
+	ByField      bool
+	SiteFiles    []SiteFile // --site NAME=PATH, in order
+	// MaxSites is the most sites counted apart; lines of sites first seen
+	// past it count under logtally.OtherSite.
+	MaxSites int
+}
+
+// multi reports whether the configuration counts several sites.
+func (c Config) multi() bool {
+	return c.ByField || slices.ContainsFunc(c.PatternSites, func(s string) bool { return s != "" })
 }
 
 // DefaultConfig returns the defaults: what the flags start at, and what New
@@ -66,6 +84,7 @@ func DefaultConfig() Config {
 		FlushLines:      50_000,
 		PublishInterval: 100 * time.Millisecond,
 		MaxLine:         tailer.DefaultMaxLine,
+		MaxSites:        DefaultMaxSites,
 	}
 }
 
@@ -77,6 +96,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, live bool) {
 	*c = DefaultConfig()
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "longest time between commits")
 	fs.IntVar(&c.FlushLines, "flush-lines", c.FlushLines, "most lines in one commit")
+	fs.Var((*siteFiles)(&c.SiteFiles), "site",
+		"count every line of the files `NAME=PATH` names (a path or a glob) under site NAME; repeatable")
+	fs.IntVar(&c.MaxSites, "max-sites", c.MaxSites, "most sites counted apart; lines of sites first seen past it count under (other)")
 	if live {
 		fs.StringVar(&c.Anchor, "window-end", c.Anchor,
 			"what the window ends at: clock (now) or log (the newest line's time, for archives)")
@@ -93,6 +115,9 @@ func (c Config) Validate() error {
 	if c.FlushInterval < 0 || c.PublishInterval < 0 {
 		errs = append(errs, fmt.Errorf("flush interval %s, publish interval %s: must not be negative",
 			c.FlushInterval, c.PublishInterval))
+	}
+	if c.MaxSites < 0 {
+		errs = append(errs, fmt.Errorf("--max-sites %d: must not be negative", c.MaxSites))
 	}
 	if c.FlushLines < 0 || c.MaxLine < 0 {
 		errs = append(errs, fmt.Errorf("flush lines %d, max line %d: must not be negative", c.FlushLines, c.MaxLine))
@@ -118,6 +143,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxLine <= 0 {
 		c.MaxLine = d.MaxLine
 	}
+	if c.MaxSites <= 0 {
+		c.MaxSites = d.MaxSites
+	}
 	return c
 }
 
@@ -127,14 +155,22 @@ type Deps struct {
 	Classifier *classify.Classifier // turns parsed lines into hits
 	// Window is the live window. From New on, the pipeline's goroutine is
 	// the one that changes it; others only read its Current snapshot.
+	// With several sites (Config.ByField or PatternSites) it is not used:
+	// NewWindow gives each site's.
 	Window *window.Window
-	Store  Committer        // where batches go
-	Now    func() time.Time // the clock; time.Now if nil
-	Logger *slog.Logger     // discards if nil
+	// NewWindow returns the live window of a site, restored from the store
+	// (see Restore), ending at end; required with several sites. New asks
+	// for logtally.AllSites and each of KnownSites at once, and for other
+	// sites when their first line comes.
+	NewWindow  func(site string, end time.Time) (*window.Window, error)
+	KnownSites []string         // sites the store holds, counted against MaxSites
+	Store      Committer        // where batches go
+	Now        func() time.Time // the clock; time.Now if nil
+	Logger     *slog.Logger     // discards if nil
 }
 
 // Committer is where batches go: *storage.Store, or a test's failing double.
-// The batches of one call are committed together, or none of them.
+// The batches of one call, one per site, commit together or not at all.
 type Committer interface {
 	Commit(...*logtally.Batch) error
 }
@@ -144,16 +180,30 @@ type Pipeline struct {
 	cfg        Config
 	format     *parser.Format
 	classifier *classify.Classifier
-	win        *window.Window
 	store      Committer
 	now        func() time.Time
 	log        *slog.Logger
 
-	batch *logtally.Batch
-	rec   parser.Record
-	res   result // Run's reusable result
-	last  int64  // newest line second seen, for AnchorLog
-	pool  sync.Pool
+	// Sites. all is the window and batch of every line: the one site
+	// without several, else logtally.AllSites. The rest belong to the
+	// pipeline's goroutine, except index, which readers load.
+	multi         bool
+	all           *siteState
+	list          []*siteState // every site, all included
+	byName        map[string]*siteState
+	named         int          // sites counted against MaxSites
+	touched       []*siteState // sites whose batch holds lines
+	patternSite   [][]byte     // site name by Chunk.Pattern; nil: by field or default
+	newWindow     func(string, time.Time) (*window.Window, error)
+	siteErrLogged bool
+	index         atomic.Pointer[siteIndex]
+	otherLines    atomic.Int64
+
+	rec     parser.Record
+	res     result // Run's reusable result
+	batches []*logtally.Batch
+	last    int64 // newest line second seen, for AnchorLog
+	pool    sync.Pool
 	// judged is set once the first lines have had their verdict (see
 	// judge); only the pipeline's goroutine uses it.
 	judged bool
@@ -196,20 +246,55 @@ var (
 	longLineIdx = len(rejectReasons) - 2
 )
 
-// New returns a pipeline that runs as cfg says, with deps.
-func New(cfg Config, deps Deps) *Pipeline {
+// New returns a pipeline that runs as cfg says, with deps. With several
+// sites, it restores the window of each of deps.KnownSites and of the
+// all-sites view, and fails if one cannot be.
+func New(cfg Config, deps Deps) (*Pipeline, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{
-		cfg: cfg.withDefaults(), format: deps.Format, classifier: deps.Classifier, win: deps.Window,
+	p := &Pipeline{
+		cfg: cfg.withDefaults(), format: deps.Format, classifier: deps.Classifier,
 		store: deps.Store, now: deps.Now, log: deps.Logger,
-		batch: logtally.NewBatch(), rejected: make([]atomic.Int64, len(rejectReasons)),
-		commitSeconds: newCommitHistogram(),
+		rejected: make([]atomic.Int64, len(rejectReasons)), commitSeconds: newCommitHistogram(),
+		multi: cfg.multi(), byName: make(map[string]*siteState), newWindow: deps.NewWindow,
 	}
+	if !p.multi {
+		if deps.Window == nil {
+			return nil, errors.New("ingest: no window")
+		}
+		p.all = &siteState{name: logtally.DefaultSite, win: deps.Window, batch: logtally.NewBatch()}
+		p.list = []*siteState{p.all}
+		p.byName[p.all.name] = p.all
+		p.index.Store(&siteIndex{byName: map[string]*window.Window{p.all.name: p.all.win}, names: []string{p.all.name}})
+		return p, nil
+	}
+	if deps.NewWindow == nil {
+		return nil, errors.New("ingest: several sites and no NewWindow")
+	}
+	p.index.Store(&siteIndex{byName: map[string]*window.Window{}})
+	var err error
+	if p.all, err = p.addSite(logtally.AllSites); err != nil {
+		return nil, err
+	}
+	for _, name := range deps.KnownSites {
+		if name == logtally.AllSites || p.byName[name] != nil {
+			continue
+		}
+		if _, err := p.addSite(name); err != nil {
+			return nil, err
+		}
+	}
+	p.patternSite = make([][]byte, len(p.cfg.PatternSites))
+	for i, name := range p.cfg.PatternSites {
+		if name != "" {
+			p.patternSite[i] = []byte(name)
+		}
+	}
+	return p, nil
 }
 
 // Run consumes chunks until in is closed or ctx is done, then commits what
@@ -240,7 +325,7 @@ func (p *Pipeline) Run(ctx context.Context, in <-chan tailer.Chunk) error {
 			if _, bad := p.judge(false, true); bad != nil {
 				p.log.Warn("most lines are rejected", "hint", bad.Error())
 			}
-			if p.batch.Lines() >= p.cfg.FlushLines && p.commit() != nil {
+			if p.all.batch.Lines() >= p.cfg.FlushLines && p.commit() != nil {
 				src = nil // pause reading until a commit succeeds
 			}
 		case <-flush.C:
@@ -320,14 +405,26 @@ func (p *Pipeline) LastCommit() time.Time {
 func (p *Pipeline) BytesRead() int64 { return p.bytes.Load() }
 
 func (p *Pipeline) commit() error {
-	if p.batch.Empty() {
-		return nil
+	if p.all.batch.Empty() {
+		return nil // every line and position is in all's batch
 	}
+	p.batches = p.batches[:0]
+	for _, s := range p.touched {
+		if s != p.all {
+			p.batches = append(p.batches, s.batch)
+		}
+	}
+	p.batches = append(p.batches, p.all.batch)
 	if p.cfg.PersistWindow {
-		p.batch.SetWindowStart(p.win.Start())
+		now := p.now()
+		for _, s := range p.touched {
+			p.advance(s, now)
+			s.batch.SetWindowStart(s.win.Start())
+		}
+		p.all.batch.SetWindowStart(p.all.win.Start())
 	}
 	began := time.Now()
-	if err := p.store.Commit(p.batch); err != nil {
+	if err := p.store.Commit(p.batches...); err != nil {
 		if p.lastErr.Load() == nil {
 			p.log.Error("commit failed; reading paused until it succeeds", "err", err)
 		}
@@ -340,7 +437,12 @@ func (p *Pipeline) commit() error {
 	p.commitSeconds.Observe(time.Since(began).Seconds())
 	p.commits.Add(1)
 	p.lastOK.Store(p.now().UnixNano()) // on the pipeline's clock, as the status's other times
-	p.batch.Reset()
+	for _, s := range p.touched {
+		s.batch.Reset()
+		s.inBatch = false
+	}
+	p.touched = p.touched[:0]
+	p.all.batch.Reset()
 	return nil
 }
 
@@ -356,11 +458,14 @@ func (p *Pipeline) Err() error {
 // Commits returns how many commits have succeeded.
 func (p *Pipeline) Commits() int64 { return p.commits.Load() }
 
+// publish publishes every site's window, moved to the clock first. A
+// window that did not change costs nothing to publish.
 func (p *Pipeline) publish() {
-	if p.cfg.Anchor == AnchorClock {
-		p.win.Advance(p.now())
+	now := p.now()
+	for _, s := range p.list {
+		p.advance(s, now)
+		s.win.Publish()
 	}
-	p.win.Publish()
 }
 
 // Lines returns how many lines have been read.

@@ -71,7 +71,7 @@ func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := t0.Add(5 * time.Minute) // after every line the test writes
-	p := New(Config{FlushLines: 50, FlushInterval: time.Millisecond}, Deps{Format: format, Classifier: classifier,
+	p := mustNew(t, Config{FlushLines: 50, FlushInterval: time.Millisecond}, Deps{Format: format, Classifier: classifier,
 		Window: window.New(window.DefaultConfig(), now), Store: store, Now: func() time.Time { return now }})
 
 	in := make(chan tailer.Chunk)
@@ -121,4 +121,14 @@ func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 	if off, _, _ := s.Position("f"); off != third.Offset {
 		t.Errorf("position = %d, want %d", off, third.Offset)
 	}
+}
+
+// mustNew returns New's pipeline, failing t if there is none.
+func mustNew(t testing.TB, cfg Config, deps Deps) *Pipeline {
+	t.Helper()
+	p, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

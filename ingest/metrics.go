@@ -13,6 +13,17 @@ var (
 	windowVisitorsDesc  = prometheus.NewDesc("logtally_window_visitors", "Distinct visitors in the live window.", nil, nil)
 	windowPageViewsDesc = prometheus.NewDesc("logtally_window_pageviews", "Page views in the live window.", nil, nil)
 	windowRequestsDesc  = prometheus.NewDesc("logtally_window_requests", "Requests in the live window.", nil, nil)
+
+	// With several sites, which --max-sites bounds, each has its own.
+	sitesDesc      = prometheus.NewDesc("logtally_sites", "Sites counted apart (at most --max-sites, and (other)).", nil, nil)
+	otherLinesDesc = prometheus.NewDesc("logtally_site_other_lines_total",
+		"Lines of sites first seen past --max-sites, counted under (other).", nil, nil)
+	siteVisitorsDesc = prometheus.NewDesc("logtally_site_window_visitors", "Distinct visitors of a site in the live window.",
+		[]string{"site"}, nil)
+	sitePageViewsDesc = prometheus.NewDesc("logtally_site_window_pageviews", "Page views of a site in the live window.",
+		[]string{"site"}, nil)
+	siteRequestsDesc = prometheus.NewDesc("logtally_site_window_requests", "Requests of a site in the live window.",
+		[]string{"site"}, nil)
 )
 
 func newCommitHistogram() prometheus.Histogram {
@@ -25,7 +36,8 @@ func newCommitHistogram() prometheus.Histogram {
 // live window it feeds.
 func (p *Pipeline) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{linesDesc, bytesDesc, readyDesc,
-		windowVisitorsDesc, windowPageViewsDesc, windowRequestsDesc} {
+		windowVisitorsDesc, windowPageViewsDesc, windowRequestsDesc,
+		sitesDesc, otherLinesDesc, siteVisitorsDesc, sitePageViewsDesc, siteRequestsDesc} {
 		ch <- d
 	}
 	p.commitSeconds.Describe(ch)
@@ -44,9 +56,20 @@ func (p *Pipeline) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, ready)
 	p.commitSeconds.Collect(ch)
-	if s := p.win.Current(); s != nil {
+	if s := p.all.win.Current(); s != nil {
 		ch <- prometheus.MustNewConstMetric(windowVisitorsDesc, prometheus.GaugeValue, float64(s.Visitors))
 		ch <- prometheus.MustNewConstMetric(windowPageViewsDesc, prometheus.GaugeValue, float64(s.PageViews))
 		ch <- prometheus.MustNewConstMetric(windowRequestsDesc, prometheus.GaugeValue, float64(s.Requests))
+	}
+	if !p.multi {
+		return
+	}
+	st := p.SiteStats()
+	ch <- prometheus.MustNewConstMetric(sitesDesc, prometheus.GaugeValue, float64(st.Sites))
+	ch <- prometheus.MustNewConstMetric(otherLinesDesc, prometheus.CounterValue, float64(st.OtherLines))
+	for _, c := range p.Sites() {
+		ch <- prometheus.MustNewConstMetric(siteVisitorsDesc, prometheus.GaugeValue, float64(c.Visitors), c.Site)
+		ch <- prometheus.MustNewConstMetric(sitePageViewsDesc, prometheus.GaugeValue, float64(c.PageViews), c.Site)
+		ch <- prometheus.MustNewConstMetric(siteRequestsDesc, prometheus.GaugeValue, float64(c.Requests), c.Site)
 	}
 }

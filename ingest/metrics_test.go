@@ -63,9 +63,9 @@ func TestMetrics(t *testing.T) {
 		"logtally_bytes_read_total":        float64(p.BytesRead()),
 		"logtally_store_ready":             1,
 		"logtally_commit_duration_seconds": float64(p.Commits()),
-		"logtally_window_requests":         float64(p.win.Current().Requests),
-		"logtally_window_pageviews":        float64(p.win.Current().PageViews),
-		"logtally_window_visitors":         float64(p.win.Current().Visitors),
+		"logtally_window_requests":         float64(p.Snapshot().Requests),
+		"logtally_window_pageviews":        float64(p.Snapshot().PageViews),
+		"logtally_window_visitors":         float64(p.Snapshot().Visitors),
 	}
 	for name, n := range want {
 		if got := values(name)[""]; got != n || n == 0 {

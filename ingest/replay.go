@@ -94,7 +94,7 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 			if _, bad := p.judge(false, false); bad != nil {
 				return bad
 			}
-			if p.batch.Lines() >= p.cfg.FlushLines {
+			if p.all.batch.Lines() >= p.cfg.FlushLines {
 				if err := p.commitJudged(); err != nil {
 					return err
 				}
@@ -138,6 +138,22 @@ type result struct {
 	lines    int64
 	rejected []int64        // by index in rejectReasons
 	samples  []rejectedLine // the chunk's last rejected lines, at most MaxSamples
+
+	// With several sites: the site of the chunk's file, or nil when each
+	// line names its own; then hosts holds the site of each hit, end to
+	// end, hit i's ending at hostEnd[i].
+	site    []byte
+	hosts   []byte
+	hostEnd []int32
+}
+
+// host returns the site of hit i when lines name their own.
+func (r *result) host(i int) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = r.hostEnd[i-1]
+	}
+	return r.hosts[start:r.hostEnd[i]]
 }
 
 // rejectedLine is a rejected line of a chunk; line aliases the chunk's data.
@@ -159,8 +175,20 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 	}
 	clear(r.rejected)
 	r.now = p.now()
-	newest := r.now.Unix() + int64(p.win.MaxSkew()/time.Second)
+	newest := r.now.Unix() + int64(p.all.win.MaxSkew()/time.Second)
 	r.file, r.offset, r.size, r.hits, r.samples = c.File, c.Offset, int64(len(c.Data)), r.hits[:0], r.samples[:0]
+	r.site, r.hosts, r.hostEnd = nil, r.hosts[:0], r.hostEnd[:0]
+	byHost := false
+	if p.multi {
+		if c.Pattern >= 0 && c.Pattern < len(p.patternSite) {
+			r.site = p.patternSite[c.Pattern]
+		}
+		if r.site == nil {
+			if byHost = p.cfg.ByField; !byHost {
+				r.site = defaultSite
+			}
+		}
+	}
 	r.lines = int64(c.Skipped)
 	r.rejected[longLineIdx] = int64(c.Skipped)
 	data := c.Data
@@ -179,6 +207,10 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 		} else if err = p.format.Parse(line, rec); err == nil {
 			if rec.Time.Unix() <= newest {
 				r.hits = append(r.hits, p.classifier.Classify(rec))
+				if byHost {
+					r.hosts = logtally.NormalizeSite(r.hosts, rec.VHost)
+					r.hostEnd = append(r.hostEnd, int32(len(r.hosts)))
+				}
 				continue
 			}
 			err = window.ErrTooNew
@@ -201,35 +233,63 @@ func reasonIndex(err error) int {
 	return len(rejectReasons) - 1
 }
 
-// apply adds a parsed chunk to the window and the batch, and moves its
-// file's position past it.
+// defaultSite is the site of lines that name none.
+var defaultSite = []byte(logtally.DefaultSite)
+
+// apply adds a parsed chunk to the windows and the batches, and moves its
+// file's position past it. Every line goes to all's; with several sites,
+// also to its site's.
 func (p *Pipeline) apply(r *result) {
 	parsed := int64(0)
+	all := p.all
 	if p.cfg.Anchor == AnchorClock {
 		// The window's end is at least the clock that parse judged the
 		// lines by, so a line parse let through is not too new for it.
-		p.win.Advance(r.now)
+		all.win.Advance(r.now)
+	}
+	var site *siteState // the chunk's, when lines do not name their own
+	if p.multi && r.site != nil {
+		site = p.siteOf(r.site)
 	}
 	for i := range r.hits {
 		h := &r.hits[i]
 		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
 			p.last = h.Time
-			p.win.Advance(time.Unix(h.Time, 0))
+			all.win.Advance(time.Unix(h.Time, 0))
 		}
-		outcome := p.win.Add(*h)
+		outcome := all.win.Add(*h)
+		s := site
+		if p.multi && s == nil {
+			s = p.siteOf(r.host(i))
+		}
 		if outcome == window.TooNew {
 			// Too far ahead of the window's end (parse turns away what is
 			// too far ahead of the clock); the window counted it as
 			// rejected already.
 			p.rejected[tooNewIdx].Add(1)
-			p.batch.Reject(p.now().Unix())
+			all.batch.Reject(p.now().Unix())
+			if s != nil && s != all {
+				p.advance(s, r.now)
+				s.win.Reject()
+				s.batch.Reject(p.now().Unix())
+				p.touch(s)
+			}
 			continue
 		}
 		parsed++
 		live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
-		p.batch.Add(h, live)
+		all.batch.Add(h, live)
+		if s != nil && s != all {
+			p.advance(s, r.now)
+			s.win.Add(*h)
+			s.batch.Add(h, live)
+			p.touch(s)
+			if s.name == logtally.OtherSite {
+				p.otherLines.Add(1)
+			}
+		}
 	}
-	p.batch.AddLines(r.lines)
+	all.batch.AddLines(r.lines)
 	p.lines.Add(r.lines)
 	p.parsed.Add(parsed)
 	p.bytes.Add(r.size)
@@ -238,8 +298,18 @@ func (p *Pipeline) apply(r *result) {
 		if n > 0 {
 			p.rejected[i].Add(n)
 			for range n {
-				p.win.Reject()
-				p.batch.Reject(now)
+				all.win.Reject()
+				all.batch.Reject(now)
+			}
+			// A line that did not parse names no site: it counts in the
+			// site of its file, when its file has one.
+			if site != nil && site != all && r.site != nil && !bytes.Equal(r.site, defaultSite) {
+				p.advance(site, r.now)
+				for range n {
+					site.win.Reject()
+					site.batch.Reject(now)
+				}
+				p.touch(site)
 			}
 		}
 	}
@@ -252,6 +322,6 @@ func (p *Pipeline) apply(r *result) {
 		p.logRejected(r.samples[n-1].line, r.samples[n-1].err)
 	}
 	if r.file != "" {
-		p.batch.SetPosition(r.file, r.offset)
+		all.batch.SetPosition(r.file, r.offset)
 	}
 }

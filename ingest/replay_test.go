@@ -34,7 +34,7 @@ func newPipeline(tb testing.TB) (*Pipeline, *storage.Store) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(Config{Anchor: AnchorLog}, Deps{
+	return mustNew(tb, Config{Anchor: AnchorLog}, Deps{
 		Format: format, Classifier: classifier, Window: window.New(window.Config{Length: 10 * time.Minute}, t0r), Store: store,
 	}), store
 }

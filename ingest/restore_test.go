@@ -53,7 +53,7 @@ func ingestLines(t *testing.T, store Committer, cfg Config, wcfg window.Config, 
 		in <- c
 	}
 	close(in)
-	if err := New(cfg, deps).Run(context.Background(), in); err != nil {
+	if err := mustNew(t, cfg, deps).Run(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 	return w

@@ -21,11 +21,11 @@ func TestValidate(t *testing.T) {
 		t.Errorf("defaults: %v", err)
 	}
 	for name, c := range map[string]Config{
-		"from":   {From: "17/05/2015", Site: DefaultSite, Format: Table, Pages: 10},
-		"to":     {To: "2015-02-30", Site: DefaultSite, Format: Table, Pages: 10},
-		"site":   {Site: "blog", Format: Table, Pages: 10},
-		"format": {Site: DefaultSite, Format: "xml", Pages: 10},
-		"pages":  {Site: DefaultSite, Format: Table, Pages: 0},
+		"from":   {From: "17/05/2015", Format: Table, Pages: 10},
+		"to":     {To: "2015-02-30", Format: Table, Pages: 10},
+		"site":   {Site: "Blog:80", Format: Table, Pages: 10},
+		"format": {Format: "xml", Pages: 10},
+		"pages":  {Format: Table, Pages: 0},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: %+v is valid", name, c)

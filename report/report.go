@@ -30,30 +30,27 @@ const (
 // earlier than the first day with a line.
 const DefaultDays = 7
 
-// DefaultSite is the one site there is so far.
-const DefaultSite = "default"
-
 // ErrEmpty means the store holds no history to report on.
 var ErrEmpty = errors.New("the database holds no history yet: replay or run logtally first")
 
 // Config is what a report covers and how it is written.
 type Config struct {
 	From, To string // days, as 2006-01-02 in the store's zone; empty: see DefaultDays
-	Site     string
+	Site     string // the site reported on; empty: every site together (the program picks the store's view)
 	Format   string // Table, JSON or CSV
 	Pages    int    // top pages listed
 }
 
 // DefaultConfig returns the defaults: a table of the last DefaultDays
 // days with their top 10 pages.
-func DefaultConfig() Config { return Config{Site: DefaultSite, Format: Table, Pages: 10} }
+func DefaultConfig() Config { return Config{Format: Table, Pages: 10} }
 
 // RegisterFlags sets c to the defaults and registers its flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	*c = DefaultConfig()
 	fs.StringVar(&c.From, "from", "", "first `day` of the report, such as 2015-05-17 (default: 6 days before --to, or the first day held if later)")
 	fs.StringVar(&c.To, "to", "", "last `day` of the report (default: the day of the newest line stored)")
-	fs.StringVar(&c.Site, "site", c.Site, "`site` to report on (only default so far)")
+	fs.StringVar(&c.Site, "site", c.Site, "`site` to report on, as /api/v1/sites names it (default: every site together)")
 	fs.IntVar(&c.Pages, "pages", c.Pages, "how many of the top pages to list")
 	fs.BoolFunc("json", "write JSON instead of a table", func(string) error { c.Format = JSON; return nil })
 	fs.BoolFunc("csv", "write CSV instead of a table", func(string) error { c.Format = CSV; return nil })
@@ -67,8 +64,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: want a day such as 2015-05-17", d.flag, d.v))
 		}
 	}
-	if c.Site != DefaultSite {
-		errs = append(errs, fmt.Errorf("--site %q: this database has one site, %s (sites of their own come later)", c.Site, DefaultSite))
+	if c.Site != "" && !logtally.ValidSite(c.Site) {
+		errs = append(errs, fmt.Errorf("--site %q: not a site name (lower case, no port), such as blog.example.org", c.Site))
 	}
 	if c.Format != Table && c.Format != JSON && c.Format != CSV {
 		errs = append(errs, fmt.Errorf("format %q: want %s, %s or %s", c.Format, Table, JSON, CSV))

@@ -139,6 +139,10 @@ func (r *Report) Status() api.Status {
 	for _, s := range p.Samples() {
 		st.Samples = append(st.Samples, api.RejectedSample{Time: s.Time.UTC(), Reason: s.Reason, Line: s.Line})
 	}
+	if p.Multi() {
+		ss := p.SiteStats()
+		st.Sites = &api.SitesStatus{Counted: ss.Sites, MaxSites: ss.MaxSites, OtherLines: ss.OtherLines}
+	}
 	if r.deps.Fleet != nil {
 		st.Fleet = fleetStatus(r.deps.Fleet(), r.deps.Now())
 	}

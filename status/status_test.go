@@ -53,8 +53,11 @@ func pipeline(t *testing.T) (*ingest.Pipeline, *failing) {
 		t.Fatal(err)
 	}
 	store := &failing{Committer: s}
-	p := ingest.New(ingest.Config{}, ingest.Deps{Format: format, Classifier: classifier,
+	p, err := ingest.New(ingest.Config{}, ingest.Deps{Format: format, Classifier: classifier,
 		Window: window.New(window.DefaultConfig(), t0), Store: store, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var data []byte
 	for i := range 2 {
 		data = fmt.Appendf(data, "192.0.2.%d - - [%s] \"GET /a HTTP/1.1\" 200 10 \"-\" \"Firefox\"\n",

@@ -195,11 +195,17 @@ func (s *Site) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.De
 }
 
 // Kept returns how many lines the commits since Open counted in minutes,
-// hours and days, over all sites.
+// hours and days: the all-sites view's, which counts each line once, or
+// with no such view the sum over the sites.
 func (s *Store) Kept() logtally.Kept {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	var kept logtally.Kept
+	for _, si := range s.siteList() {
+		if si.name == logtally.AllSites {
+			return si.kept
+		}
+	}
 	for _, si := range s.siteList() {
 		kept.Minutes, kept.Hours, kept.Days = kept.Minutes+si.kept.Minutes, kept.Hours+si.kept.Hours, kept.Days+si.kept.Days
 	}

@@ -25,9 +25,9 @@ type sink struct {
 	total   int
 	skipped int
 	pos     map[string]int64
-	order   []string      // lines in the order they arrived
+	order   []string       // lines in the order they arrived
 	pattern map[string]int // the Pattern of the chunk each line came in
-	changed chan struct{} // closed, and replaced, when a chunk arrives
+	changed chan struct{}  // closed, and replaced, when a chunk arrives
 }
 
 func newSink() *sink {

@@ -553,6 +553,9 @@ func (w *Window) evict(s *slot) {
 // Start returns the first second inside the window.
 func (w *Window) Start() int64 { return w.now - w.length + 1 }
 
+// End returns the last second of the window.
+func (w *Window) End() int64 { return w.now }
+
 // Publish makes a snapshot of the current counts the one that Current
 // returns. It costs O(P log P), P = logtally.MaxPages, when pages changed
 // and nothing when nothing did, so it may be called as often as wanted.

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -26,6 +27,8 @@ func main() {
 	fs.IntVar(&cfg.Hosts, "hosts", 100, "distinct clients")
 	fs.IntVar(&cfg.Paths, "paths", 50, "distinct page paths")
 	fs.IntVar(&cfg.BadEvery, "bad-every", 0, "make every Nth line malformed (0: none)")
+	sites := fs.Int("sites", 0, "write vhost_combined lines of this many sites, siteN.example:80 (0: combined lines)")
+	randomSites := fs.Bool("random-sites", false, "write vhost_combined lines, each of a new random site (a Host flood)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -38,8 +41,16 @@ func main() {
 	g := loggen.New(cfg)
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
 	var buf []byte
-	for range lines {
-		buf = g.Line(buf[:0])
+	rng := rand.New(rand.NewPCG(cfg.Seed, 5))
+	for i := range lines {
+		buf = buf[:0]
+		switch {
+		case *randomSites:
+			buf = fmt.Appendf(buf, "h%016x.example:80 ", rng.Uint64())
+		case *sites > 0:
+			buf = fmt.Appendf(buf, "site%d.example:80 ", i%*sites)
+		}
+		buf = g.Line(buf)
 		w.Write(buf)
 	}
 	if err := w.Flush(); err != nil {

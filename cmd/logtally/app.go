@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/fleet"
@@ -55,6 +56,9 @@ type Main struct {
 	// see where memory and CPU go on a production box.
 	DebugListen string
 	Files       []string
+	// patterns are what is followed or replayed: Files, then the paths of
+	// --site (globs expanded, for replay); see sitePatterns.
+	patterns []string
 	// RequireFiles makes a followed path or glob that matches no file a
 	// readiness failure, rather than only a warning and a status.
 	RequireFiles bool
@@ -79,7 +83,6 @@ type Main struct {
 	Getenv func(string) (string, bool)
 
 	store    *storage.Store
-	win      *window.Window
 	pipeline *ingest.Pipeline
 	server   *http.Server
 	listener net.Listener
@@ -160,13 +163,16 @@ func (m *Main) check() error {
 	if _, err := m.Log.Logger(io.Discard); err != nil {
 		return err
 	}
+	if err := m.sitePatterns(); err != nil {
+		return err
+	}
 	if m.Command == "run" {
-		if err := tailer.CheckFollowed(m.Files); err != nil {
+		if err := tailer.CheckFollowed(m.patterns); err != nil {
 			return err
 		}
 	}
 	if m.Command == "replay" {
-		if len(m.Files) == 0 {
+		if len(m.patterns) == 0 {
 			return errors.New("no FILE given: name the logs to read, such as /var/log/nginx/access.log.1")
 		}
 		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
@@ -264,7 +270,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	if m.Command == "replay" {
-		if err := tailer.CheckReplayed(m.Files); err != nil {
+		if err := tailer.CheckReplayed(m.patterns); err != nil {
 			return err
 		}
 	}
@@ -305,16 +311,24 @@ func (m *Main) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.win, err = ingest.Restore(m.store, m.Window, m.Ingest.Anchor, m.Now()); err != nil {
-		return err
-	}
 	var store ingest.Committer = m.store
 	if m.wrapStore != nil {
 		store = m.wrapStore(m.store)
 	}
-	m.pipeline = ingest.New(m.Ingest, ingest.Deps{Format: format, Classifier: classifier, Window: m.win, Store: store,
-		Now: m.Now, Logger: m.Logger})
-	return nil
+	deps := ingest.Deps{Format: format, Classifier: classifier, Store: store, Now: m.Now, Logger: m.Logger}
+	if m.multiSite() {
+		if err := m.allSitesView(); err != nil {
+			return err
+		}
+		if deps.KnownSites, err = m.storedSites(); err != nil {
+			return err
+		}
+		deps.NewWindow = m.siteWindow
+	} else if deps.Window, err = ingest.Restore(m.store, m.Window, m.Ingest.Anchor, m.Now()); err != nil {
+		return err
+	}
+	m.pipeline, err = ingest.New(m.Ingest, deps)
+	return err
 }
 
 func (m *Main) run(ctx context.Context) error {
@@ -322,8 +336,8 @@ func (m *Main) run(ctx context.Context) error {
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
 	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now, StoreFile: m.store.FileErr}
-	if len(m.Files) > 0 {
-		m.tail = tailer.New(m.Tailer, m.Files, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
+	if len(m.patterns) > 0 {
+		m.tail = tailer.New(m.Tailer, m.patterns, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
 	}
 	m.done = make(chan error, 1)
@@ -360,9 +374,14 @@ func (m *Main) serve(report *status.Report) error {
 		return err
 	}
 	m.listener = ln
-	handler := api.New(m.API, api.Deps{Snapshot: m.win.Current, History: m.store, Ready: report.Ready,
+	deps := api.Deps{Snapshot: m.pipeline.Snapshot, History: m.store, Ready: report.Ready,
 		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Zone: m.store.Location(), Logger: m.Logger,
-		Fleet: m.apiFleet()})
+		Fleet: m.apiFleet()}
+	if m.multiSite() {
+		deps.Sites = apiSites{m.pipeline, m.store}
+		deps.History = apiSites{m.pipeline, m.store}.SiteHistory(logtally.AllSites)
+	}
+	handler := api.New(m.API, deps)
 	m.server = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -375,7 +394,7 @@ func (m *Main) serve(report *status.Report) error {
 	// by itself: ending them is the handler's part.
 	m.server.RegisterOnShutdown(handler.Close)
 	go m.server.Serve(ln)
-	m.Logger.Info("serving", "addr", ln.Addr().String(), "paths", len(m.Files), "db", m.Store.Path)
+	m.Logger.Info("serving", "addr", ln.Addr().String(), "paths", len(m.patterns), "db", m.Store.Path)
 	return nil
 }
 
@@ -433,7 +452,7 @@ func (m *Main) replay(ctx context.Context) error {
 		m.done <- err
 	}()
 	stopProgress := m.progress(reader, start)
-	readErr := reader.Replay(readCtx, m.Files, m.store.Position, chunks)
+	readErr := reader.Replay(readCtx, m.patterns, m.store.Position, chunks)
 	if readCtx.Err() != nil && ctx.Err() == nil {
 		readErr = nil // merely stopped by a pipeline error
 	}
@@ -453,7 +472,7 @@ func (m *Main) replay(ctx context.Context) error {
 // its error, saying that a replay that failed on its first lines committed
 // nothing.
 func (m *Main) summarize(start time.Time, err error) error {
-	sum := m.pipeline.Summary(len(m.Files), time.Since(start))
+	sum := m.pipeline.Summary(len(m.patterns), time.Since(start))
 	sum.Kept = m.store.Kept()
 	fmt.Fprint(m.Stdout, sum)
 	if errors.Is(err, ingest.ErrMostlyRejected) {
@@ -477,11 +496,24 @@ func (m *Main) report() error {
 		return err
 	}
 	defer store.Close()
-	r, err := report.Build(store, m.Report)
+	site := m.Report.Site
+	if site == "" {
+		site = logtally.DefaultSite
+		if _, ok := store.Site(logtally.AllSites); ok {
+			site = logtally.AllSites
+		}
+	}
+	src, ok := store.Site(site)
+	if !ok {
+		return fmt.Errorf("--site %s: the database holds no such site; it holds %s", site, strings.Join(store.Sites(), ", "))
+	}
+	cfg := m.Report
+	cfg.Site = site
+	r, err := report.Build(src, cfg)
 	if err != nil {
 		return err
 	}
-	return r.Write(m.Stdout, m.Report.Format)
+	return r.Write(m.Stdout, cfg.Format)
 }
 
 // Addr returns the address the API listens on, once Run has returned.

@@ -46,7 +46,11 @@ func (m *Main) salt(ctx context.Context) (uint64, error) {
 	if m.Command != "run" || !m.Fleet.Enabled() {
 		return m.store.Salt(), nil
 	}
-	m.fleet = fleet.NewNode(m.Fleet, m.store.Outbox(), m.Logger, m.Now)
+	cfg := m.Fleet
+	if m.multiSite() {
+		cfg.Site = logtally.AllSites
+	}
+	m.fleet = fleet.NewNode(cfg, m.store.Outbox(), m.Logger, m.Now)
 	return m.fleet.Salt(ctx)
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,9 +23,22 @@ type nginx struct {
 	bin, dir, conf, addr string
 }
 
-// startNginx starts nginx, or skips the test where it cannot be found
-// (.ci/run installs it when it is missing).
+// startNginx starts nginx with one server that logs in the combined
+// format, or skips the test where nginx cannot be found (.ci/run installs
+// it when it is missing).
 func startNginx(t *testing.T) *nginx {
+	t.Helper()
+	return startNginxWith(t, `access_log %[1]s/access.log combined;
+	server {
+		listen %[2]s;
+		location / { return 200 "ok\n"; }
+	}`)
+}
+
+// startNginxWith starts nginx with servers, the part of the http block
+// that logs and serves: %[1]s in it is the temp dir, %[2]s the loopback
+// address to listen on.
+func startNginxWith(t *testing.T, servers string) *nginx {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -60,18 +74,14 @@ pid %[2]s/nginx.pid;
 error_log %[2]s/error.log;
 events { worker_connections 256; }
 http {
-	access_log %[2]s/access.log combined;
 	client_body_temp_path %[2]s/body;
 	proxy_temp_path %[2]s/proxy;
 	fastcgi_temp_path %[2]s/fastcgi;
 	uwsgi_temp_path %[2]s/uwsgi;
 	scgi_temp_path %[2]s/scgi;
-	server {
-		listen %[3]s;
-		location / { return 200 "ok\n"; }
-	}
+	%[3]s
 }
-`, userLine, dir, addr)
+`, userLine, dir, fmt.Sprintf(servers, dir, addr))
 	if err := os.WriteFile(n.conf, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +187,60 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	}
 	if got := storedRequests(t, db); got != n {
 		t.Errorf("stored requests = %d, want %d (read %d before the restart, %d after)", got, n, first, m.pipeline.Lines())
+	}
+}
+
+// TestNginxSites: a real nginx with two server blocks, two server_names on
+// one loopback port, logging $host; the requests to each name are counted
+// under that site, and the all-sites view holds both.
+func TestNginxSites(t *testing.T) {
+	const format = `$host $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`
+	n := startNginxWith(t, `log_format sites '`+format+`';
+	access_log %[1]s/access.log sites;
+	server {
+		listen %[2]s;
+		server_name blog.test;
+		location / { return 200 "blog\n"; }
+	}
+	server {
+		listen %[2]s;
+		server_name shop.test;
+		location / { return 200 "shop\n"; }
+	}`)
+	want := map[string]int{"blog.test": 7, "shop.test": 4}
+	for host, count := range want {
+		for i := range count {
+			req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/page%d", n.addr, i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = strings.ToUpper(host) // nginx logs $host in lower case
+			req.Header.Set("User-Agent", browser)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := strings.TrimSpace(string(body)); got != strings.TrimSuffix(host, ".test") {
+				t.Fatalf("nginx answered %q for host %s: the server blocks are not told apart", got, host)
+			}
+		}
+	}
+	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0",
+		"--format", format, "--site-field", "$host", filepath.Join(n.dir, "access.log"))
+	// 11, and startNginxWith's first request, to 127.0.0.1.
+	waitFor(t, "both sites counted", func() bool { return stats(t, m).Requests == 12 })
+	for host, count := range want {
+		var got siteStats
+		if code := getURL(t, "http://"+m.Addr()+"/api/v1/stats?site="+host, &got); code != http.StatusOK {
+			t.Fatalf("site %s: %d", host, code)
+		}
+		if got.Requests != int64(count) || got.Pageviews != int64(count) || got.Visitors != 1 {
+			t.Errorf("site %s: %+v, want %d requests and page views from 1 visitor", host, got, count)
+		}
+	}
+	if st := stats(t, m); st.Visitors != 1 {
+		t.Errorf("all sites: %d visitors, want 1 (one client on two sites)", st.Visitors)
 	}
 }

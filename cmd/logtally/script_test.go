@@ -51,7 +51,7 @@ func scriptSetup(m *Main) {
 
 // TestScripts runs testdata/script/*.txtar: the command line's behaviour,
 // and every example of the README (see TestREADME). Each script has
-// testdata/sample.log and testdata/archive-2015.log in its work directory,
+// testdata/sample.log, archive-2015.log, vhosts.log and shop.log in its work directory,
 // and $ADDR, a free loopback address, for a daemon to listen on.
 //
 // Where PostgreSQL is installed, one throwaway server serves every script:
@@ -81,7 +81,7 @@ func TestScripts(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(env.WorkDir, "testdata"), 0o755); err != nil {
 				return err
 			}
-			for _, name := range []string{"sample.log", "archive-2015.log"} {
+			for _, name := range []string{"sample.log", "archive-2015.log", "vhosts.log", "shop.log"} {
 				data, err := os.ReadFile(filepath.Join("..", "..", "testdata", name))
 				if err != nil {
 					return err

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/window"
+)
+
+// sitePatterns sets what is followed or replayed, m.patterns: the FILEs,
+// then each --site's path (for replay, a glob's matches), and which site
+// each of them counts under.
+func (m *Main) sitePatterns() error {
+	m.patterns = slices.Clone(m.Files)
+	m.Ingest.PatternSites = make([]string, len(m.Files))
+	for _, f := range m.Ingest.SiteFiles {
+		paths := []string{f.Path}
+		if m.Command == "replay" {
+			matches, err := filepath.Glob(f.Path)
+			if err != nil || len(matches) == 0 {
+				return fmt.Errorf("--site %s=%s: no such file", f.Site, f.Path)
+			}
+			paths = matches
+		}
+		for _, p := range paths {
+			m.patterns = append(m.patterns, p)
+			m.Ingest.PatternSites = append(m.Ingest.PatternSites, f.Site)
+		}
+	}
+	m.Ingest.ByField = m.Parser.SiteField != ""
+	return nil
+}
+
+// multiSite reports whether lines are counted per site: with --site or
+// --site-field.
+func (m *Main) multiSite() bool { return m.Ingest.ByField || len(m.Ingest.SiteFiles) > 0 }
+
+// allSitesView makes sure the store has the all-sites view before sites
+// are counted: a file that counted one site so far gets it as a copy of
+// that site, whose lines were all there were.
+func (m *Main) allSitesView() error {
+	copied, err := m.store.CopySite(logtally.DefaultSite, logtally.AllSites)
+	if err != nil {
+		return fmt.Errorf("all-sites view: %w", err)
+	}
+	if copied {
+		m.Logger.Info("counting sites apart from now on: the history so far stays under site default, and is the start of the all-sites view",
+			"db", m.Store.Path)
+	}
+	return nil
+}
+
+// siteWindow restores a site's live window from the store, or starts an
+// empty one for a site the store does not hold yet. Every window ends at
+// end, but for the all-sites view's, the first, which ends where --window-end
+// says: with log, at the newest line stored of any site.
+func (m *Main) siteWindow(site string, end time.Time) (*window.Window, error) {
+	anchor := ingest.AnchorClock
+	if site == logtally.AllSites {
+		anchor = m.Ingest.Anchor
+	}
+	if st, ok := m.store.Site(site); ok {
+		return ingest.Restore(st, m.Window, anchor, end)
+	}
+	if anchor == ingest.AnchorLog {
+		end = time.Unix(0, 0) // nothing stored: the first line moves it
+	}
+	return window.New(m.Window, end), nil
+}
+
+// storedSites returns the sites the store holds lines of.
+func (m *Main) storedSites() ([]string, error) {
+	var sites []string
+	for _, name := range m.store.Sites() {
+		st, _ := m.store.Site(name)
+		if _, ok, err := st.Last(); err != nil {
+			return nil, err
+		} else if ok {
+			sites = append(sites, name)
+		}
+	}
+	return sites, nil
+}
+
+// apiSites is what the API reads of the sites: the pipeline's live windows
+// and the store's history.
+type apiSites struct {
+	*ingest.Pipeline
+	store *storage.Store
+}
+
+// SiteHistory implements api.Sites.
+func (a apiSites) SiteHistory(name string) api.History {
+	if st, ok := a.store.Site(name); ok {
+		return st
+	}
+	return nil
+}
