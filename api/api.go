@@ -104,6 +104,9 @@ type Deps struct {
 	// Sites, with several sites, answers ?site= and /api/v1/sites; then
 	// Snapshot and History are of all sites together. See Sites.
 	Sites Sites
+	// Counters, when counters are declared, answers /api/v1/counters,
+	// /api/v1/ratios and /api/v1/series?counter=; nil answers 404 there.
+	Counters Counters
 }
 
 // History is the stored data the history endpoints read: a storage.Store,
