@@ -132,3 +132,17 @@ func onlyDigits(b []byte) bool {
 	}
 	return true
 }
+
+// counterSitePrefix starts the name of a counter's site: a host name has
+// no "counter:" (NormalizeSite drops a colon followed by anything but a
+// port), so it collides with no real site.
+const counterSitePrefix = "counter:"
+
+// CounterSite returns the name of the site a named counter is counted as:
+// its paths are the counter's keys.
+func CounterSite(counter string) string { return counterSitePrefix + counter }
+
+// IsCounterSite reports whether a site name is a counter's.
+func IsCounterSite(site string) bool {
+	return len(site) > len(counterSitePrefix) && site[:len(counterSitePrefix)] == counterSitePrefix
+}

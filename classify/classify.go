@@ -185,14 +185,21 @@ func (r *Classifier) Classify(rec *parser.Record) logtally.Hit {
 		!r.asset(rec.Path) &&
 		(r.includeBots || !r.bot(rec.UserAgent))
 	if h.PageView {
-		var buf clientBuf
-		v := fnv(fnvOffset^r.salt, client(rec.Host, &buf))
-		if r.hostUA {
-			v = fnv(fnv(v, []byte{0}), rec.UserAgent)
-		}
-		h.Visitor = mix(v)
+		h.Visitor = r.Visitor(rec)
 	}
 	return h
+}
+
+// Visitor returns the visitor hash of a record, whether or not it is a
+// page view: the visitor of a line a named counter counts. It does not
+// allocate.
+func (r *Classifier) Visitor(rec *parser.Record) uint64 {
+	var buf clientBuf
+	v := fnv(fnvOffset^r.salt, client(rec.Host, &buf))
+	if r.hostUA {
+		v = fnv(fnv(v, []byte{0}), rec.UserAgent)
+	}
+	return mix(v)
 }
 
 func (r *Classifier) method(m []byte) bool {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
@@ -163,10 +164,14 @@ type Deps struct {
 	// for logtally.AllSites and each of KnownSites at once, and for other
 	// sites when their first line comes.
 	NewWindow  func(site string, end time.Time) (*window.Window, error)
-	KnownSites []string         // sites the store holds, counted against MaxSites
-	Store      Committer        // where batches go
-	Now        func() time.Time // the clock; time.Now if nil
-	Logger     *slog.Logger     // discards if nil
+	KnownSites []string // sites the store holds, counted against MaxSites
+	// Counters, if not nil, tells which named counters each line counts;
+	// each is counted as a site of its own (see logtally.CounterSite),
+	// whose window NewWindow gives.
+	Counters *counter.Matcher
+	Store    Committer        // where batches go
+	Now      func() time.Time // the clock; time.Now if nil
+	Logger   *slog.Logger     // discards if nil
 }
 
 // Committer is where batches go: *storage.Store, or a test's failing double.
@@ -198,6 +203,15 @@ type Pipeline struct {
 	siteErrLogged bool
 	index         atomic.Pointer[siteIndex]
 	otherLines    atomic.Int64
+
+	// Named counters: their matcher, and each counter's window and batch,
+	// in declaration order. counterWins, by name, is set in New and only
+	// read after.
+	matcher     *counter.Matcher
+	counters    []*siteState
+	counterWins map[string]*window.Window
+	// countedLines counts each counter's lines since start.
+	countedLines []atomic.Int64
 
 	rec     parser.Record
 	res     result // Run's reusable result
@@ -261,6 +275,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		store: deps.Store, now: deps.Now, log: deps.Logger,
 		rejected: make([]atomic.Int64, len(rejectReasons)), commitSeconds: newCommitHistogram(),
 		multi: cfg.multi(), byName: make(map[string]*siteState), newWindow: deps.NewWindow,
+		matcher: deps.Counters, counterWins: make(map[string]*window.Window),
 	}
 	if !p.multi {
 		if deps.Window == nil {
@@ -270,7 +285,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		p.list = []*siteState{p.all}
 		p.byName[p.all.name] = p.all
 		p.index.Store(&siteIndex{byName: map[string]*window.Window{p.all.name: p.all.win}, names: []string{p.all.name}})
-		return p, nil
+		return p, p.addCounters()
 	}
 	if deps.NewWindow == nil {
 		return nil, errors.New("ingest: several sites and no NewWindow")
@@ -294,7 +309,24 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 			p.patternSite[i] = []byte(name)
 		}
 	}
-	return p, nil
+	return p, p.addCounters()
+}
+
+// addCounters adds the window and batch of every declared counter.
+func (p *Pipeline) addCounters() error {
+	if p.matcher == nil {
+		return nil
+	}
+	if p.newWindow == nil {
+		return errors.New("ingest: counters and no NewWindow")
+	}
+	for _, c := range p.matcher.Counters() {
+		if err := p.addCounter(c.Name); err != nil {
+			return err
+		}
+	}
+	p.countedLines = make([]atomic.Int64, len(p.counters))
+	return nil
 }
 
 // Run consumes chunks until in is closed or ctx is done, then commits what
@@ -462,9 +494,11 @@ func (p *Pipeline) Commits() int64 { return p.commits.Load() }
 // window that did not change costs nothing to publish.
 func (p *Pipeline) publish() {
 	now := p.now()
-	for _, s := range p.list {
-		p.advance(s, now)
-		s.win.Publish()
+	for _, list := range [][]*siteState{p.list, p.counters} {
+		for _, s := range list {
+			p.advance(s, now)
+			s.win.Publish()
+		}
 	}
 }
 

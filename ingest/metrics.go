@@ -22,6 +22,13 @@ var (
 		[]string{"site"}, nil)
 	sitePageViewsDesc = prometheus.NewDesc("logtally_site_window_pageviews", "Page views of a site in the live window.",
 		[]string{"site"}, nil)
+	// Named counters: their totals, never per key (keys are unbounded).
+	counterLinesDesc = prometheus.NewDesc("logtally_counter_lines_total", "Lines a named counter counted since start.",
+		[]string{"counter"}, nil)
+	counterWindowDesc = prometheus.NewDesc("logtally_counter_window_lines", "Lines a named counter counts in the live window.",
+		[]string{"counter"}, nil)
+	counterVisitorsDesc = prometheus.NewDesc("logtally_counter_window_visitors",
+		"Distinct visitors of a named counter's lines in the live window.", []string{"counter"}, nil)
 	siteRequestsDesc = prometheus.NewDesc("logtally_site_window_requests", "Requests of a site in the live window.",
 		[]string{"site"}, nil)
 )
@@ -37,7 +44,8 @@ func newCommitHistogram() prometheus.Histogram {
 func (p *Pipeline) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{linesDesc, bytesDesc, readyDesc,
 		windowVisitorsDesc, windowPageViewsDesc, windowRequestsDesc,
-		sitesDesc, otherLinesDesc, siteVisitorsDesc, sitePageViewsDesc, siteRequestsDesc} {
+		sitesDesc, otherLinesDesc, siteVisitorsDesc, sitePageViewsDesc, siteRequestsDesc,
+		counterLinesDesc, counterWindowDesc, counterVisitorsDesc} {
 		ch <- d
 	}
 	p.commitSeconds.Describe(ch)
@@ -60,6 +68,15 @@ func (p *Pipeline) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(windowVisitorsDesc, prometheus.GaugeValue, float64(s.Visitors))
 		ch <- prometheus.MustNewConstMetric(windowPageViewsDesc, prometheus.GaugeValue, float64(s.PageViews))
 		ch <- prometheus.MustNewConstMetric(windowRequestsDesc, prometheus.GaugeValue, float64(s.Requests))
+	}
+	if p.matcher != nil {
+		for i, c := range p.matcher.Counters() {
+			ch <- prometheus.MustNewConstMetric(counterLinesDesc, prometheus.CounterValue, float64(p.countedLines[i].Load()), c.Name)
+			if s := p.counters[i].win.Current(); s != nil {
+				ch <- prometheus.MustNewConstMetric(counterWindowDesc, prometheus.GaugeValue, float64(s.Requests), c.Name)
+				ch <- prometheus.MustNewConstMetric(counterVisitorsDesc, prometheus.GaugeValue, float64(s.Visitors), c.Name)
+			}
+		}
 	}
 	if !p.multi {
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
@@ -145,6 +146,17 @@ type result struct {
 	site    []byte
 	hosts   []byte
 	hostEnd []int32
+
+	// With named counters: what each hit counts, in hit order, its keys
+	// end to end in keys; scratch is the matcher's.
+	matches []counted
+	keys    []byte
+	scratch []counter.Match
+}
+
+// counted is one counter a hit counts, and the key, keys[start:end].
+type counted struct {
+	hit, counter, start, end int32
 }
 
 // host returns the site of hit i when lines name their own.
@@ -178,6 +190,7 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 	newest := r.now.Unix() + int64(p.all.win.MaxSkew()/time.Second)
 	r.file, r.offset, r.size, r.hits, r.samples = c.File, c.Offset, int64(len(c.Data)), r.hits[:0], r.samples[:0]
 	r.site, r.hosts, r.hostEnd = nil, r.hosts[:0], r.hostEnd[:0]
+	r.matches, r.keys = r.matches[:0], r.keys[:0]
 	byHost := false
 	if p.multi {
 		if c.Pattern >= 0 && c.Pattern < len(p.patternSite) {
@@ -207,6 +220,9 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 		} else if err = p.format.Parse(line, rec); err == nil {
 			if rec.Time.Unix() <= newest {
 				r.hits = append(r.hits, p.classifier.Classify(rec))
+				if p.matcher != nil {
+					p.match(rec, r)
+				}
 				if byHost {
 					r.hosts = logtally.NormalizeSite(r.hosts, rec.VHost)
 					r.hostEnd = append(r.hostEnd, int32(len(r.hosts)))
@@ -224,6 +240,25 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 	}
 }
 
+// match records the counters the last hit of r counts, with copies of
+// their keys (the record's fields are reused by the next line). A counted
+// line that is not a page view is given its visitor, which counters count.
+func (p *Pipeline) match(rec *parser.Record, r *result) {
+	r.scratch = p.matcher.Match(rec.Method, rec.Path, rec.Status, r.scratch[:0])
+	if len(r.scratch) == 0 {
+		return
+	}
+	i := len(r.hits) - 1
+	if h := &r.hits[i]; !h.PageView {
+		h.Visitor = p.classifier.Visitor(rec)
+	}
+	for _, m := range r.scratch {
+		start := len(r.keys)
+		r.keys = append(r.keys, m.Key...)
+		r.matches = append(r.matches, counted{hit: int32(i), counter: int32(m.Counter), start: int32(start), end: int32(len(r.keys))})
+	}
+}
+
 func reasonIndex(err error) int {
 	for j, reason := range rejectReasons[:len(rejectReasons)-1] {
 		if errors.Is(err, reason) {
@@ -231,6 +266,19 @@ func reasonIndex(err error) int {
 		}
 	}
 	return len(rejectReasons) - 1
+}
+
+// count adds a hit to a named counter's window and batch: a page view of
+// the counter's key.
+func (p *Pipeline) count(r *result, h *logtally.Hit, m counted, live bool) {
+	c := p.counters[m.counter]
+	ch := logtally.Hit{Time: h.Time, Visitor: h.Visitor, Path: r.keys[m.start:m.end], Bytes: h.Bytes, Status: h.Status,
+		PageView: true}
+	p.advance(c, r.now)
+	c.win.Add(ch)
+	c.batch.Add(&ch, live)
+	p.touch(c)
+	p.countedLines[m.counter].Add(1)
 }
 
 // defaultSite is the site of lines that name none.
@@ -251,8 +299,13 @@ func (p *Pipeline) apply(r *result) {
 	if p.multi && r.site != nil {
 		site = p.siteOf(r.site)
 	}
+	mi := 0 // r.matches[mi:] are of hit i and after
 	for i := range r.hits {
 		h := &r.hits[i]
+		first := mi
+		for mi < len(r.matches) && int(r.matches[mi].hit) == i {
+			mi++
+		}
 		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
 			p.last = h.Time
 			all.win.Advance(time.Unix(h.Time, 0))
@@ -279,6 +332,9 @@ func (p *Pipeline) apply(r *result) {
 		parsed++
 		live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
 		all.batch.Add(h, live)
+		for _, m := range r.matches[first:mi] {
+			p.count(r, h, m, live)
+		}
 		if s != nil && s != all {
 			p.advance(s, r.now)
 			s.win.Add(*h)

@@ -201,3 +201,31 @@ type SiteStats struct {
 func (p *Pipeline) SiteStats() SiteStats {
 	return SiteStats{Sites: len(p.index.Load().names), MaxSites: p.cfg.MaxSites, OtherLines: p.otherLines.Load()}
 }
+
+// addCounter adds a named counter, counted as a site of its own whose
+// paths are the counter's keys (logtally.CounterSite): its window
+// restored from the store, as a site's.
+func (p *Pipeline) addCounter(name string) error {
+	end := p.now()
+	if p.cfg.Anchor == AnchorLog {
+		end = time.Unix(p.all.win.End(), 0)
+	}
+	site := logtally.CounterSite(name)
+	win, err := p.newWindow(site, end)
+	if err != nil {
+		return fmt.Errorf("counter %s: %w", name, err)
+	}
+	p.counters = append(p.counters, &siteState{name: site, win: win, batch: logtally.NewSiteBatch(site)})
+	p.counterWins[name] = win
+	return nil
+}
+
+// CounterSnapshot returns a named counter's live window (its keys in
+// Pages), and false if no such counter is declared.
+func (p *Pipeline) CounterSnapshot(name string) (*logtally.Snapshot, bool) {
+	w, ok := p.counterWins[name]
+	if !ok {
+		return nil, false
+	}
+	return w.Current(), true
+}

@@ -196,7 +196,7 @@ func (s *Site) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.De
 
 // Kept returns how many lines the commits since Open counted in minutes,
 // hours and days: the all-sites view's, which counts each line once, or
-// with no such view the sum over the sites.
+// with no such view the sum over the sites (named counters' left out).
 func (s *Store) Kept() logtally.Kept {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -207,6 +207,9 @@ func (s *Store) Kept() logtally.Kept {
 		}
 	}
 	for _, si := range s.siteList() {
+		if logtally.IsCounterSite(si.name) {
+			continue // its lines are counted in their own site too
+		}
 		kept.Minutes, kept.Hours, kept.Days = kept.Minutes+si.kept.Minutes, kept.Hours+si.kept.Hours, kept.Days+si.kept.Days
 	}
 	return kept

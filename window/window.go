@@ -61,6 +61,10 @@ type Config struct {
 	MaxSkew     time.Duration // how far in the future a hit may be and still be held
 	MaxPaths    int           // distinct paths counted exactly
 	MaxVisitors int           // distinct visitors counted exactly
+	// Pages is how many of the top paths a snapshot carries;
+	// logtally.MaxPages if zero. A counter's window, whose paths are keys,
+	// carries them all.
+	Pages int
 }
 
 // DefaultConfig returns the documented defaults: what the flags start at,
@@ -93,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxVisitors <= 0 {
 		c.MaxVisitors = d.MaxVisitors
+	}
+	if c.Pages <= 0 {
+		c.Pages = logtally.MaxPages
 	}
 	return c
 }
@@ -144,6 +151,7 @@ type Window struct {
 	// past maxVisitors. Both may be set: the set is then being rebuilt, and
 	// is exact for seconds from exactSince on.
 	maxVisitors int
+	pages       int // top paths a snapshot carries
 	visitors    map[uint64]int64
 	sketch      *sketch
 	exactSince  int64
@@ -200,6 +208,7 @@ func New(cfg Config, now time.Time) *Window {
 		slots:       make([]slot, n),
 		paths:       newPathTable(cfg.MaxPaths),
 		maxVisitors: cfg.MaxVisitors,
+		pages:       cfg.Pages,
 		visitors:    make(map[uint64]int64),
 		future:      make([]future, skew),
 
@@ -557,7 +566,7 @@ func (w *Window) Start() int64 { return w.now - w.length + 1 }
 func (w *Window) End() int64 { return w.now }
 
 // Publish makes a snapshot of the current counts the one that Current
-// returns. It costs O(P log P), P = logtally.MaxPages, when pages changed
+// returns. It costs O(P log P), P = Config.Pages, when pages changed
 // and nothing when nothing did, so it may be called as often as wanted.
 func (w *Window) Publish() {
 	if !w.changed {
@@ -574,7 +583,7 @@ func (w *Window) Publish() {
 	if prev := w.current.Load(); prev != nil && !w.paths.changed {
 		s.Pages = prev.Pages // immutable, so shared
 	} else {
-		s.Pages = w.paths.top(logtally.MaxPages)
+		s.Pages = w.paths.top(w.pages)
 		w.paths.changed = false
 	}
 	switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
@@ -63,16 +64,17 @@ type Main struct {
 	// readiness failure, rather than only a warning and a status.
 	RequireFiles bool
 
-	Parser parser.Config
-	Window window.Config
-	Rules  classify.Config
-	Store  storage.Config
-	Tailer tailer.Config
-	Ingest ingest.Config
-	API    api.Config
-	Log    LogConfig
-	Report report.Config
-	Fleet  fleet.Config // run only
+	Parser   parser.Config
+	Window   window.Config
+	Rules    classify.Config
+	Store    storage.Config
+	Tailer   tailer.Config
+	Ingest   ingest.Config
+	API      api.Config
+	Log      LogConfig
+	Report   report.Config
+	Fleet    fleet.Config // run only
+	Counters counter.Config
 
 	Now    func() time.Time // clock; time.Now unless a test injects one
 	Stdout io.Writer
@@ -93,7 +95,8 @@ type Main struct {
 	done     chan error     // the pipeline's result
 	tail     *tailer.Tailer
 	started  time.Time
-	fleet    *fleet.Node // nil without --fleet
+	fleet    *fleet.Node      // nil without --fleet
+	matcher  *counter.Matcher // nil without counters
 
 	// wrapStore, if set by a test, stands between ingest and the store.
 	wrapStore func(ingest.Committer) ingest.Committer
@@ -186,7 +189,7 @@ func (m *Main) check() error {
 		return fmt.Errorf("--format: %w", err)
 	}
 	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
-		m.API.Validate(), m.fleetSettings(), m.Store.Validate())
+		m.API.Validate(), m.fleetSettings(), m.Store.Validate(), m.Counters.Validate())
 }
 
 // synopsis is each command's usage line.
@@ -219,6 +222,7 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 	m.Parser.RegisterFlags(fs)
 	m.Rules.RegisterFlags(fs)
 	m.Ingest.RegisterFlags(fs, run)
+	m.Counters.RegisterFlags(fs)
 	m.Log.RegisterFlags(fs)
 	m.Tailer.RegisterFlags(fs, run)
 	if run {
@@ -316,6 +320,12 @@ func (m *Main) open(ctx context.Context) error {
 		store = m.wrapStore(m.store)
 	}
 	deps := ingest.Deps{Format: format, Classifier: classifier, Store: store, Now: m.Now, Logger: m.Logger}
+	if len(m.Counters.Counters) > 0 {
+		if m.matcher, err = counter.New(m.Counters); err != nil {
+			return err
+		}
+		deps.Counters, deps.NewWindow = m.matcher, m.siteWindow
+	}
 	if m.multiSite() {
 		if err := m.allSitesView(); err != nil {
 			return err
@@ -377,9 +387,13 @@ func (m *Main) serve(report *status.Report) error {
 	deps := api.Deps{Snapshot: m.pipeline.Snapshot, History: m.store, Ready: report.Ready,
 		Status: report.Status, Metrics: report.Registry(), Now: m.Now, Zone: m.store.Location(), Logger: m.Logger,
 		Fleet: m.apiFleet()}
+	sites := apiSites{m.pipeline, m.store, m.matcher}
 	if m.multiSite() {
-		deps.Sites = apiSites{m.pipeline, m.store}
-		deps.History = apiSites{m.pipeline, m.store}.SiteHistory(logtally.AllSites)
+		deps.Sites = sites
+		deps.History = sites.SiteHistory(logtally.AllSites)
+	}
+	if m.matcher != nil {
+		deps.Counters = sites
 	}
 	handler := api.New(m.API, deps)
 	m.server = &http.Server{

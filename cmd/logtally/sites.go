@@ -8,6 +8,7 @@ import (
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/window"
@@ -65,19 +66,28 @@ func (m *Main) siteWindow(site string, end time.Time) (*window.Window, error) {
 	if site == logtally.AllSites {
 		anchor = m.Ingest.Anchor
 	}
+	cfg := m.Window
+	if logtally.IsCounterSite(site) {
+		// A counter's paths are its keys: as many as --max-counter-keys,
+		// every one of them in its snapshots, for ratios.
+		cfg.MaxPaths, cfg.Pages = m.Counters.MaxKeys, m.Counters.MaxKeys
+	}
 	if st, ok := m.store.Site(site); ok {
-		return ingest.Restore(st, m.Window, anchor, end)
+		return ingest.Restore(st, cfg, anchor, end)
 	}
 	if anchor == ingest.AnchorLog {
 		end = time.Unix(0, 0) // nothing stored: the first line moves it
 	}
-	return window.New(m.Window, end), nil
+	return window.New(cfg, end), nil
 }
 
 // storedSites returns the sites the store holds lines of.
 func (m *Main) storedSites() ([]string, error) {
 	var sites []string
 	for _, name := range m.store.Sites() {
+		if logtally.IsCounterSite(name) {
+			continue // a named counter's: see ingest.Deps.Counters
+		}
 		st, _ := m.store.Site(name)
 		if _, ok, err := st.Last(); err != nil {
 			return nil, err
@@ -92,7 +102,8 @@ func (m *Main) storedSites() ([]string, error) {
 // and the store's history.
 type apiSites struct {
 	*ingest.Pipeline
-	store *storage.Store
+	store   *storage.Store
+	matcher *counter.Matcher
 }
 
 // SiteHistory implements api.Sites.
@@ -101,4 +112,14 @@ func (a apiSites) SiteHistory(name string) api.History {
 		return st
 	}
 	return nil
+}
+
+// Declared implements api.Counters.
+func (a apiSites) Declared() ([]counter.Counter, []counter.Ratio) {
+	return a.matcher.Counters(), a.matcher.Ratios()
+}
+
+// CounterHistory implements api.Counters.
+func (a apiSites) CounterHistory(name string) api.History {
+	return a.SiteHistory(logtally.CounterSite(name))
 }
