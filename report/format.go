@@ -63,6 +63,20 @@ func (r *Report) writeTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, c := range r.Counters {
+		exact := "exact"
+		if !c.Exact {
+			exact = "not exact"
+		}
+		fmt.Fprintf(w, "\ncounter %s: %s lines, %s visitors; top keys (%s)\n", c.Name, num(c.Lines), num(c.Visitors), exact)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, k := range c.Keys {
+			fmt.Fprintf(tw, "%s\t%d\n", k.Path, k.PageViews)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(w, "\nVisitors are estimated (HyperLogLog, standard error 0.8%); one who came on several days counts once in the total.")
 	if !r.KeptFrom.IsZero() {
 		fmt.Fprintf(w, "Daily counts before %s are not kept (--keep-days): those days count in no row above, nor in the total\n"+
@@ -137,6 +151,20 @@ func toJSON(date string, row Row) jsonRow {
 	return out
 }
 
+// jsonCounter is a counter's section as JSON.
+type jsonCounter struct {
+	Name      string    `json:"name"`
+	Lines     int64     `json:"lines"`
+	Visitors  int64     `json:"visitors"`
+	KeysExact bool      `json:"keys_exact"`
+	Keys      []jsonKey `json:"keys"`
+}
+
+type jsonKey struct {
+	Key   string `json:"key"`
+	Count int64  `json:"count"`
+}
+
 // writeJSON writes the report as one JSON object.
 func (r *Report) writeJSON(w io.Writer) error {
 	body := struct {
@@ -151,6 +179,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 		Days                []jsonRow            `json:"days"`
 		PagesExact          bool                 `json:"pages_exact"`
 		Pages               []logtally.PageCount `json:"pages"`
+		Counters            []jsonCounter        `json:"counters,omitempty"`
 	}{From: day(r.From), To: day(r.To), TZ: r.Zone, Site: r.Site, ApproximateVisitors: true,
 		Total: toJSON("", r.Total), Days: []jsonRow{}, PagesExact: r.PagesExact, Pages: r.Pages}
 	if !r.KeptFrom.IsZero() {
@@ -164,6 +193,13 @@ func (r *Report) writeJSON(w io.Writer) error {
 	}
 	if body.Pages == nil {
 		body.Pages = []logtally.PageCount{}
+	}
+	for _, c := range r.Counters {
+		jc := jsonCounter{Name: c.Name, Lines: c.Lines, Visitors: c.Visitors, KeysExact: c.Exact, Keys: []jsonKey{}}
+		for _, k := range c.Keys {
+			jc.Keys = append(jc.Keys, jsonKey{Key: k.Path, Count: k.PageViews})
+		}
+		body.Counters = append(body.Counters, jc)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -192,6 +228,14 @@ func (r *Report) writeCSV(w io.Writer) error {
 	cw.Write(row("total", day(r.From)+".."+day(r.To), r.Total))
 	for _, p := range r.Pages {
 		cw.Write([]string{"page", "", p.Path, "", strconv.FormatInt(p.PageViews, 10), "", "", "", "", "", "", ""})
+	}
+	// A counter's rows: its total (requests: the lines it counted), then
+	// its top keys in the path column (pageviews: the key's count).
+	for _, c := range r.Counters {
+		cw.Write([]string{"counter:" + c.Name, "", "", strconv.FormatInt(c.Lines, 10), "", strconv.FormatInt(c.Visitors, 10), "", "", "", "", "", ""})
+		for _, k := range c.Keys {
+			cw.Write([]string{"counter:" + c.Name, "", k.Path, "", strconv.FormatInt(k.PageViews, 10), "", "", "", "", "", "", ""})
+		}
 	}
 	cw.Flush()
 	return cw.Error()

@@ -110,6 +110,25 @@ type Report struct {
 	// held (they are kept as long as hours): pages before it are not
 	// counted.
 	PagesKeptFrom time.Time
+	// Counters are the named counters' sections, in declaration order.
+	Counters []Counter
+}
+
+// Counter is a named counter's section of a report: the lines it counted
+// over the report's days, their visitors, and its top keys.
+type Counter struct {
+	Name     string
+	Lines    int64
+	Visitors int64 // estimated, as a day's are
+	Keys     []logtally.PageCount
+	Exact    bool // the keys' counts are exact: see Report.PagesExact
+}
+
+// CounterSource is a named counter's stored history, as a Source: its
+// paths are the counter's keys.
+type CounterSource struct {
+	Name string
+	Source
 }
 
 // Row is the counts of a day, or of the whole report.
@@ -128,8 +147,9 @@ type Day struct {
 	Row
 }
 
-// Build reads the report that cfg asks for from src.
-func Build(src Source, cfg Config) (*Report, error) {
+// Build reads the report that cfg asks for from src, with a section for
+// each of counters over the same days.
+func Build(src Source, cfg Config, counters ...CounterSource) (*Report, error) {
 	loc := src.Location()
 	from, to, err := days(src, cfg, loc)
 	if err != nil {
@@ -159,6 +179,18 @@ func Build(src Source, cfg Config) (*Report, error) {
 	points := series.Points
 	for cfg.From == "" && len(points) > 1 && points[0].Requests == 0 && series.KeptFrom.IsZero() {
 		points = points[1:] // before the first day held
+	}
+	for _, c := range counters {
+		total, err := c.Totals(from, end)
+		if err != nil {
+			return nil, fmt.Errorf("counter %s: %w", c.Name, err)
+		}
+		keys, err := c.Pages(from, end, cfg.Pages)
+		if err != nil {
+			return nil, fmt.Errorf("counter %s: %w", c.Name, err)
+		}
+		r.Counters = append(r.Counters, Counter{Name: c.Name, Lines: total.Requests, Visitors: total.Visitors,
+			Keys: keys.Pages, Exact: keys.Exact})
 	}
 	r.From = points[0].Time.In(loc)
 	for _, p := range points {

@@ -161,7 +161,7 @@ func (m *Main) check() error {
 		if len(m.Files) > 0 {
 			return fmt.Errorf("report takes no FILE, got %q: it reads the database (--db)", m.Files)
 		}
-		return errors.Join(m.Report.Validate(), m.Store.Validate())
+		return errors.Join(m.Report.Validate(), m.Store.Validate(), m.Counters.Validate())
 	}
 	if _, err := m.Log.Logger(io.Discard); err != nil {
 		return err
@@ -215,6 +215,7 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 		// to report. It logs nothing.
 		m.Store.RegisterReadFlags(fs)
 		m.Report.RegisterFlags(fs)
+		m.Counters.RegisterFlags(fs) // a section for each
 		return fs
 	}
 	run := command == "run"
@@ -523,7 +524,21 @@ func (m *Main) report() error {
 	}
 	cfg := m.Report
 	cfg.Site = site
-	r, err := report.Build(src, cfg)
+	var counters []report.CounterSource
+	if len(m.Counters.Counters) > 0 {
+		matcher, err := counter.New(m.Counters)
+		if err != nil {
+			return err
+		}
+		for _, c := range matcher.Counters() {
+			// A counter's history is a site of its own; none before its
+			// first lines.
+			if st, ok := store.Site(logtally.CounterSite(c.Name)); ok {
+				counters = append(counters, report.CounterSource{Name: c.Name, Source: st})
+			}
+		}
+	}
+	r, err := report.Build(src, cfg, counters...)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func TestScripts(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(env.WorkDir, "testdata"), 0o755); err != nil {
 				return err
 			}
-			for _, name := range []string{"sample.log", "archive-2015.log", "vhosts.log", "shop.log"} {
+			for _, name := range []string{"sample.log", "archive-2015.log", "vhosts.log", "shop.log", "counters.log", "counters.conf"} {
 				data, err := os.ReadFile(filepath.Join("..", "..", "testdata", name))
 				if err != nil {
 					return err
