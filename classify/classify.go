@@ -178,12 +178,29 @@ func New(cfg Config, salt uint64) (*Classifier, error) {
 
 // Classify turns a parsed record into a Hit. It does not allocate; the
 // Hit's Path aliases the record's.
-func (r *Classifier) Classify(rec *parser.Record) logtally.Hit {
+func (r *Classifier) Classify(rec *parser.Record) logtally.Hit { return r.ClassifyWith(rec, nil) }
+
+// Memo remembers the crawler verdict of the user agents seen last, for
+// one goroutine: a log holds few distinct agents, and searching one for
+// every crawler token costs more than parsing its line. Its zero value is
+// ready to use; a nil *Memo remembers nothing.
+type Memo struct {
+	bots map[string]bool
+}
+
+// memoSize is the most agents a Memo holds: past it, it starts again
+// empty, so that a flood of random agents costs one search each and
+// bounded memory.
+const memoSize = 4096
+
+// ClassifyWith is Classify, with the crawler verdicts memo remembers. It
+// allocates only to remember an agent not seen before.
+func (r *Classifier) ClassifyWith(rec *parser.Record, memo *Memo) logtally.Hit {
 	h := logtally.Hit{Time: rec.Time.Unix(), Path: rec.Path, Status: rec.Status, Bytes: rec.Bytes}
 	h.PageView = r.method(rec.Method) &&
 		rec.Status >= r.minStatus && rec.Status <= r.maxStatus &&
 		!r.asset(rec.Path) &&
-		(r.includeBots || !r.bot(rec.UserAgent))
+		(r.includeBots || !r.botMemo(rec.UserAgent, memo))
 	if h.PageView {
 		h.Visitor = r.Visitor(rec)
 	}
@@ -230,6 +247,22 @@ func (r *Classifier) asset(path []byte) bool {
 	}
 	_, ok := r.exts[string(ext)]
 	return ok
+}
+
+// botMemo is bot, remembered in memo.
+func (r *Classifier) botMemo(ua []byte, memo *Memo) bool {
+	if memo == nil {
+		return r.bot(ua)
+	}
+	if v, ok := memo.bots[string(ua)]; ok {
+		return v
+	}
+	v := r.bot(ua)
+	if len(memo.bots) >= memoSize || memo.bots == nil {
+		memo.bots = make(map[string]bool, 64)
+	}
+	memo.bots[string(ua)] = v
+	return v
 }
 
 // bot reports whether ua is empty, "-", or contains a bot token.

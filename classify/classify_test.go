@@ -2,6 +2,7 @@ package classify
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,41 @@ func TestFormatWithoutUserAgent(t *testing.T) {
 	combined, _ := parser.Config{Format: "combined"}.Compile()
 	if !combined.HasUserAgent() {
 		t.Error("combined has no user agent?")
+	}
+}
+
+// BenchmarkClassifyMemo is BenchmarkClassify with the agent's verdict
+// remembered, as ingest's workers classify.
+func BenchmarkClassifyMemo(b *testing.B) {
+	r := mustNew(b, DefaultConfig())
+	rec := &parser.Record{Host: []byte("203.0.113.77"), Time: t0, Method: []byte("GET"), Path: []byte("/blog/2026/11/a-post"),
+		Status: 200, UserAgent: []byte("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")}
+	var memo Memo
+	b.ReportAllocs()
+	for range b.N {
+		r.ClassifyWith(rec, &memo)
+	}
+}
+
+// TestMemoAgreesWithClassify: with or without a memo, and with a memo
+// that fills and starts again, every agent gets the same verdict.
+func TestMemoAgreesWithClassify(t *testing.T) {
+	r := mustNew(t, DefaultConfig())
+	var memo Memo
+	agents := []string{"Mozilla/5.0 Firefox/133.0", "Googlebot/2.1", "-", "", "curl/8.5.0", "Mozilla/5.0 (compatible; bingbot/2.0)"}
+	for i := range 3 * memoSize {
+		agents = append(agents, fmt.Sprintf("agent %d", i), fmt.Sprintf("crawler %d bot", i))
+	}
+	for round := range 2 {
+		for _, ua := range agents {
+			rec := &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte("GET"), Path: []byte("/a"), Status: 200,
+				UserAgent: []byte(ua)}
+			if got, want := r.ClassifyWith(rec, &memo), r.Classify(rec); got.PageView != want.PageView || got.Visitor != want.Visitor {
+				t.Fatalf("round %d, agent %q: with a memo %+v, without %+v", round, ua, got, want)
+			}
+		}
+	}
+	if len(memo.bots) > memoSize {
+		t.Errorf("memo holds %d agents, want at most %d", len(memo.bots), memoSize)
 	}
 }

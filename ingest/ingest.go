@@ -213,8 +213,8 @@ type Pipeline struct {
 	// countedLines counts each counter's lines since start.
 	countedLines []atomic.Int64
 
-	rec     parser.Record
-	res     result // Run's reusable result
+	sc      scratch // Run's parsing scratch
+	res     result  // Run's reusable result
 	batches []*logtally.Batch
 	last    int64 // newest line second seen, for AnchorLog
 	pool    sync.Pool
@@ -386,7 +386,7 @@ func (p *Pipeline) finish() error {
 
 // chunk counts the lines of c on the calling goroutine.
 func (p *Pipeline) chunk(c tailer.Chunk) {
-	p.parse(c, &p.rec, &p.res)
+	p.parse(c, &p.sc, &p.res)
 	p.apply(&p.res)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/tailer"
@@ -55,13 +56,13 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			var rec parser.Record
+			var sc scratch
 			for j := range jobs {
 				r, _ := p.pool.Get().(*result)
 				if r == nil {
 					r = new(result)
 				}
-				p.parse(j.c, &rec, r)
+				p.parse(j.c, &sc, r)
 				r.seq = j.seq
 				select {
 				case results <- r:
@@ -127,6 +128,12 @@ func (p *Pipeline) finishJudged() error {
 	return p.finish()
 }
 
+// scratch is what one goroutine parses with, reused from chunk to chunk.
+type scratch struct {
+	rec  parser.Record
+	memo classify.Memo
+}
+
 // result is what one chunk's lines amount to, ready to apply: parsing is
 // done, so applying it is cheap and can stay on one goroutine.
 type result struct {
@@ -181,7 +188,8 @@ type rejectedLine struct {
 // here, window.ErrTooNew, whatever the window's end: a replay's window
 // follows the lines (AnchorLog), so it would otherwise take a line of 2100
 // and end there.
-func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
+func (p *Pipeline) parse(c tailer.Chunk, sc *scratch, r *result) {
+	rec := &sc.rec
 	if r.rejected == nil {
 		r.rejected = make([]int64, len(rejectReasons))
 	}
@@ -219,7 +227,7 @@ func (p *Pipeline) parse(c tailer.Chunk, rec *parser.Record, r *result) {
 			err = tailer.ErrLongLine
 		} else if err = p.format.Parse(line, rec); err == nil {
 			if rec.Time.Unix() <= newest {
-				r.hits = append(r.hits, p.classifier.Classify(rec))
+				r.hits = append(r.hits, p.classifier.ClassifyWith(rec, &sc.memo))
 				if p.matcher != nil {
 					p.match(rec, r)
 				}

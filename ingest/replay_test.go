@@ -114,7 +114,7 @@ func TestLongLineRejected(t *testing.T) {
 	p, _ := newPipeline(t)
 	p.cfg.MaxLine = 100
 	data := append(bytes.Repeat([]byte("x"), 200), '\n')
-	p.parse(tailer.Chunk{File: "a", Data: data, Offset: 201, Skipped: 2}, &p.rec, &p.res)
+	p.parse(tailer.Chunk{File: "a", Data: data, Offset: 201, Skipped: 2}, &p.sc, &p.res)
 	p.apply(&p.res)
 	if got := p.RejectedBy()[tailer.ErrLongLine.Error()]; got != 3 || p.Lines() != 3 {
 		t.Errorf("rejected as too long = %d of %d lines, want 3 of 3", got, p.Lines())
@@ -133,7 +133,7 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, c := range cs {
-			p.parse(c, &p.rec, &p.res)
+			p.parse(c, &p.sc, &p.res)
 		}
 	}
 	b.ReportMetric(50_000*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
@@ -146,7 +146,7 @@ func BenchmarkApply(b *testing.B) {
 	cs := chunks(50_000, tailer.ChunkSize)
 	rs := make([]result, len(cs))
 	for i, c := range cs {
-		p.parse(c, &p.rec, &rs[i])
+		p.parse(c, &p.sc, &rs[i])
 	}
 	b.ReportAllocs()
 	for b.Loop() {
