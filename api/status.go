@@ -15,6 +15,9 @@ type Status struct {
 	Samples       []RejectedSample `json:"rejected_samples"`
 	Store         StoreStatus      `json:"store"`
 	Fleet         *FleetStatus     `json:"fleet,omitempty"` // absent without fleet mode
+	// API is the state of the heavy history queries, which the API fills
+	// in; absent until one has run.
+	API *HeavyStatus `json:"api,omitempty"`
 }
 
 // FileStatus is one followed or replayed file.
@@ -94,6 +97,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if st.Samples == nil {
 		st.Samples = []RejectedSample{}
+	}
+	if h := s.heavy.status(); *h != (HeavyStatus{Max: h.Max}) || s.heavy.ran.Load() {
+		st.API = h
 	}
 	writeJSON(w, http.StatusOK, st)
 }
