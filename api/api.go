@@ -38,14 +38,17 @@ type Config struct {
 	// StreamSendTimeout is how long one event may take to reach a client
 	// before the client is dropped.
 	StreamSendTimeout time.Duration
+	// MaxHeavy is the most heavy history queries answered at once (see
+	// HeavyReads); more get 429. 0 takes DefaultMaxHeavy.
+	MaxHeavy int
 }
 
 // DefaultConfig returns the defaults: the live endpoints may be reused for
 // 5 seconds, no other origin may read the API, the dashboard is served,
-// and up to 1,000 event streams.
+// up to 1,000 event streams, and 4 heavy history queries at once.
 func DefaultConfig() Config {
 	return Config{CacheMaxAge: 5 * time.Second, Dashboard: true, MaxStreams: DefaultMaxStreams,
-		StreamSendTimeout: DefaultStreamSendTimeout}
+		StreamSendTimeout: DefaultStreamSendTimeout, MaxHeavy: DefaultMaxHeavy}
 }
 
 // RegisterFlags sets c to the defaults and registers the API's flags on fs.
@@ -65,6 +68,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Dashboard, "dashboard", c.Dashboard, "serve the dashboard page at / (--dashboard=false turns it off)")
 	fs.IntVar(&c.MaxStreams, "max-streams", c.MaxStreams,
 		"most clients of the live event stream /api/v1/events at once; more get 503 (0 turns the stream off)")
+	fs.IntVar(&c.MaxHeavy, "max-heavy-queries", c.MaxHeavy,
+		"most heavy history queries (more than 6 hours of minutes) answered at once; more get 429")
 }
 
 // Validate reports settings that cannot work.
@@ -74,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxStreams < 0 {
 		return fmt.Errorf("max streams %d: must not be negative", c.MaxStreams)
+	}
+	if c.MaxHeavy < 0 {
+		return fmt.Errorf("max heavy queries %d: must not be negative", c.MaxHeavy)
 	}
 	return nil
 }
@@ -132,6 +140,7 @@ type Server struct {
 	cacheControl []string
 	metrics      *routeMetrics
 	streams      *streams // nil when the event stream is off
+	heavy        *heavy   // caps the heavy history queries
 
 	fleetCache   atomic.Pointer[rendered] // bodies of the fleet's current View
 	fleetHistory *Server                  // answers history from the fleet database; nil without fleet mode
@@ -158,6 +167,9 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.StreamSendTimeout <= 0 {
 		cfg.StreamSendTimeout = DefaultStreamSendTimeout
 	}
+	if cfg.MaxHeavy <= 0 {
+		cfg.MaxHeavy = DefaultMaxHeavy
+	}
 	s := &Server{cfg: cfg, deps: deps, router: mux.NewRouter()}
 	// A path with // or .. names no endpoint: a JSON 404, rather than the
 	// router's redirect to the cleaned path, with an empty body.
@@ -173,6 +185,7 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Metrics.MustRegister(s.metrics.requests)
 		s.router.Handle("/metrics", metricsHandler(deps.Metrics)).Methods(http.MethodGet, http.MethodHead)
 	}
+	s.heavy = newHeavy(cfg.MaxHeavy, deps.Logger, deps.Metrics)
 	get := func(path string, h http.HandlerFunc) {
 		s.router.HandleFunc(path, s.counted(path, h)).Methods(http.MethodGet, http.MethodHead)
 	}
@@ -182,9 +195,9 @@ func New(cfg Config, deps Deps) *Server {
 	// ?site= answers from this node's counts of the site, in fleet mode
 	// too: the fleet database keeps every site, but serves all together.
 	get("/api/v1/stats", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.stats, s.fleetStats) }))
-	get("/api/v1/pages", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pages, s.fleetPages) }))
+	get("/api/v1/pages", s.limited(s.pagesCost, s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pages, s.fleetPages) })))
 	get("/api/v1/pages/count", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pageCounts, s.fleetPageCounts) }))
-	get("/api/v1/series", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.series, s.fleetSeries) }))
+	get("/api/v1/series", s.limited(s.seriesCost, s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.series, s.fleetSeries) })))
 	get("/api/v1/sites", s.sitesList)
 	get("/api/v1/status", s.status)
 	get("/healthz", s.healthz)

@@ -16,6 +16,9 @@ type Status struct {
 	Store         StoreStatus      `json:"store"`
 	Sites         *SitesStatus     `json:"sites,omitempty"` // absent when one site is counted
 	Fleet         *FleetStatus     `json:"fleet,omitempty"` // absent without fleet mode
+	// API is the state of the heavy history queries, which the API fills
+	// in; absent until one has run.
+	API *HeavyStatus `json:"api,omitempty"`
 }
 
 // FileStatus is one followed or replayed file.
@@ -105,6 +108,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if st.Samples == nil {
 		st.Samples = []RejectedSample{}
+	}
+	if h := s.heavy.status(); *h != (HeavyStatus{Max: h.Max}) || s.heavy.ran.Load() {
+		st.API = h
 	}
 	writeJSON(w, http.StatusOK, st)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +93,74 @@ func BenchmarkCommit50k(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/commit")
 	b.ReportMetric(float64((b.Elapsed()+compacting).Microseconds())/1e3/float64(b.N), "ms/commit+compact")
 	b.ReportMetric(float64(compactions)/float64(b.N), "compactions/commit")
+}
+
+// benchDay is a store holding one day of minutes of a busy site, filled
+// once per benchmark binary: 2,000,000 lines, 100,000 paths, 200,000
+// visitors, a third of a million page views an hour.
+var benchDay struct {
+	once sync.Once
+	s    *Store
+	err  error
+}
+
+func openBenchDay(b *testing.B) *Store {
+	b.Helper()
+	benchDay.once.Do(func() {
+		dir, err := os.MkdirTemp("", "logtally-series-bench")
+		if err != nil {
+			benchDay.err = err
+			return
+		}
+		s, err := Open(Config{Path: filepath.Join(dir, "db"), TZ: "UTC"}, fixedNow)
+		if err != nil {
+			benchDay.err = err
+			return
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		paths := makePaths(100_000)
+		batch := logtally.NewBatch()
+		const lines, per = 2_000_000, 50_000
+		step := 24 * time.Hour / lines
+		for i := 0; i < lines; i += per {
+			batch.Reset()
+			for j := range per {
+				h := logtally.Hit{Time: t0.Add(time.Duration(i+j) * step).Unix(),
+					Path: paths[int(float64(len(paths))*rng.Float64()*rng.Float64())]}
+				if rng.IntN(3) > 0 {
+					h.PageView, h.Visitor = true, rng.Uint64N(200_000)*0x9e3779b97f4a7c15
+				}
+				addHit(batch, h, 200, 5000, false)
+			}
+			if err := s.Commit(batch); err != nil {
+				benchDay.err = err
+				return
+			}
+		}
+		benchDay.s = s
+	})
+	if benchDay.err != nil {
+		b.Fatal(benchDay.err)
+	}
+	return benchDay.s
+}
+
+// BenchmarkSeriesDay measures one day's series, as GET /api/v1/series asks
+// for it, from the minutes of a busy day.
+func BenchmarkSeriesDay(b *testing.B) {
+	s := openBenchDay(b)
+	for _, step := range []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour} {
+		b.Run(step.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				res, err := s.Series(t0, t0.Add(24*time.Hour-time.Second), step)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Points) == 0 || res.Points[0].Visitors == 0 {
+					b.Fatal("no visitors")
+				}
+			}
+		})
+	}
 }

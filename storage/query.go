@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
@@ -64,10 +63,6 @@ func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 	if to.Before(from) {
 		return out, nil
 	}
-	type bin struct {
-		p   logtally.Point
-		hll *hyperloglog.Sketch
-	}
 	var starts []time.Time
 	switch step {
 	case 24 * time.Hour:
@@ -91,9 +86,9 @@ func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 			starts = append(starts, t)
 		}
 	}
-	bins := make([]bin, len(starts))
+	out.Points = make([]logtally.Point, len(starts))
 	for i, t := range starts {
-		bins[i].p.Time = t.UTC()
+		out.Points[i].Time = t.UTC()
 	}
 	index := func(t time.Time) int { // the last step starting at or before t
 		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
@@ -109,46 +104,65 @@ func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 		name, lo, hi = bucketDays, dayKey(starts[0], loc), dayKey(to, loc)
 		keyTime = func(k []byte) time.Time { return dayStart(k, loc) }
 	}
+	// Steps of several minutes merge their minutes' sketches; a minute
+	// step and the hours and days hold their own visitors.
 	merge := step != time.Minute && bytes.Equal(name, bucketMinutes)
+	var u union
+	at := -1 // the step u holds the sketches of
+	flush := func() error {
+		n, ok, err := u.estimate()
+		if ok {
+			out.Points[at].Visitors = n
+			out.Approximate = true
+		}
+		return err
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if t, ok := s.keptFromStep(tx, step); ok {
 			out.KeptFrom = t
 		}
-		return scan(s.bucket(tx, name), lo, hi, merge, func(k []byte, r *record) {
+		c := s.bucket(tx, name).Cursor()
+		for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
+			var r record
+			sk, err := r.decodeCounts(v)
+			if err != nil {
+				return fmt.Errorf("key %x: %w", k, err)
+			}
 			i := index(keyTime(k))
 			if i < 0 {
-				return
+				continue
 			}
-			b := &bins[i]
-			b.p.Requests += r.Requests
-			b.p.PageViews += r.PageViews
-			b.p.Bytes += r.Bytes
+			p := &out.Points[i]
+			p.Requests += r.Requests
+			p.PageViews += r.PageViews
+			p.Bytes += r.Bytes
 			for c, n := range r.Status {
-				b.p.Status[c] += n
+				p.Status[c] += n
 			}
 			out.Approximate = out.Approximate || r.Approximate
 			if !merge {
-				b.p.Visitors += r.Visitors
-				return
+				p.Visitors += r.Visitors
+				continue
 			}
-			if r.hll != nil {
-				if b.hll == nil {
-					b.hll = hyperloglog.New14()
+			if i != at && at >= 0 {
+				if err := flush(); err != nil {
+					return fmt.Errorf("key %x: %w", k, err)
 				}
-				b.hll.Merge(r.hll)
 			}
-		})
+			at = i
+			if len(sk) > 0 {
+				if err := u.add(sk); err != nil {
+					return fmt.Errorf("key %x: %w", k, err)
+				}
+			}
+		}
+		if at >= 0 {
+			return flush()
+		}
+		return nil
 	})
 	if err != nil {
-		return out, err
-	}
-	out.Points = make([]logtally.Point, len(bins))
-	for i := range bins {
-		if bins[i].hll != nil {
-			bins[i].p.Visitors = int64(bins[i].hll.Estimate())
-			out.Approximate = true
-		}
-		out.Points[i] = bins[i].p
+		return logtally.Series{Step: step}, err
 	}
 	return out, nil
 }

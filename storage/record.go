@@ -171,25 +171,9 @@ func (r *record) encode() ([]byte, error) {
 
 // decode reads an encoded record. Nothing in r aliases b.
 func (r *record) decode(b []byte, withSketch bool) error {
-	if len(b) == 0 || b[0] != recordEncoding {
-		return fmt.Errorf("record version: %w", ErrCorrupt)
-	}
-	d := decoder{b: b[1:]}
-	flags := d.uvarint()
-	r.Approximate = flags&1 != 0
-	r.Requests, r.PageViews, r.Visitors = int64(d.uvarint()), int64(d.uvarint()), int64(d.uvarint())
-	r.Bytes, r.Rejected = int64(d.uvarint()), int64(d.uvarint())
-	for i := range r.Status {
-		r.Status[i] = int64(d.uvarint())
-	}
-	r.Top = d.pageCounts()
-	r.Other = int64(d.uvarint())
-	sk := d.bytes()
-	if d.err != nil {
-		return fmt.Errorf("record: %w", d.err)
-	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("record trailing bytes: %w", ErrCorrupt)
+	sk, err := r.decodeFields(b, true)
+	if err != nil {
+		return err
 	}
 	r.hll = nil
 	if withSketch && len(sk) > 0 {
@@ -199,6 +183,45 @@ func (r *record) decode(b []byte, withSketch bool) error {
 		}
 	}
 	return nil
+}
+
+// decodeCounts reads an encoded record's counts, skipping its top pages
+// (r.Top is nil and r.Other 0), and returns its sketch's binary form, which
+// aliases b. A series reads thousands of minutes and none of their pages.
+func (r *record) decodeCounts(b []byte) (sketch []byte, err error) {
+	sk, err := r.decodeFields(b, false)
+	r.Top, r.Other, r.hll = nil, 0, nil
+	return sk, err
+}
+
+// decodeFields reads the fields of an encoded record, the top pages only
+// if top, and returns the sketch's binary form, which aliases b.
+func (r *record) decodeFields(b []byte, top bool) (sketch []byte, err error) {
+	if len(b) == 0 || b[0] != recordEncoding {
+		return nil, fmt.Errorf("record version: %w", ErrCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	flags := d.uvarint()
+	r.Approximate = flags&1 != 0
+	r.Requests, r.PageViews, r.Visitors = int64(d.uvarint()), int64(d.uvarint()), int64(d.uvarint())
+	r.Bytes, r.Rejected = int64(d.uvarint()), int64(d.uvarint())
+	for i := range r.Status {
+		r.Status[i] = int64(d.uvarint())
+	}
+	if top {
+		r.Top = d.pageCounts()
+	} else {
+		d.pathList(func([]byte, int64) {})
+	}
+	r.Other = int64(d.uvarint())
+	sk := d.bytes()
+	if d.err != nil {
+		return nil, fmt.Errorf("record: %w", d.err)
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("record trailing bytes: %w", ErrCorrupt)
+	}
+	return sk, nil
 }
 
 // encodeHashes encodes a sorted set of visitor hashes.

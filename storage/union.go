@@ -1,0 +1,167 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/axiomhq/hyperloglog"
+)
+
+// union estimates the distinct visitors of many stored sketches: a step of
+// a series merges its minutes'.
+//
+// Merging the sketches themselves (hyperloglog.Sketch.Merge) re-sorts and
+// rewrites the merged sparse list once per sketch merged, which made a
+// one-day series at a five-minute step cost 180 ms and 40 MB. A sparse
+// sketch is a set of keys, and the library's own Merge yields the union of
+// the keys, so union reads the keys straight from each sketch's binary
+// form (whose layout hyperloglog.Sketch.UnmarshalBinary documents), and
+// builds one sketch of the union, merging the sketches' sorted lists: the
+// estimate is the one Merge gives (TestUnionMatchesMerge).
+// A dense sketch, which only a minute of more than about 16,000
+// distinct visitors has, is decoded and merged as before.
+type union struct {
+	keys  []uint32            // keys of the sparse sketches' lists, sorted, distinct
+	loose []uint32            // keys of their tmp sets, in no order
+	run   []uint32            // the keys of one list, or of the tmp sets, sorted
+	spare []uint32            // where merge writes
+	dense *hyperloglog.Sketch // the dense sketches added, merged; nil if none
+	any   bool                // a sketch was added
+	buf   []byte              // the union's binary form, reused
+}
+
+// hllPrecision is the precision of every stored sketch (hyperloglog.New14).
+const hllPrecision = 14
+
+// add adds a stored sketch in its binary form. Only the keys are kept: b
+// may be reused once add returns.
+func (u *union) add(b []byte) error {
+	u.any = true
+	if len(b) < 8 || (b[0] != 1 && b[0] != 2) || b[1] != hllPrecision || b[3] != 1 {
+		return u.addDense(b)
+	}
+	// Sparse: a tmp set of n keys, then a compressed list: count, last,
+	// size, and a stream of varint deltas between sorted keys.
+	n := uint64(binary.BigEndian.Uint32(b[4:8]))
+	b = b[8:]
+	if uint64(len(b)) < 4*n+12 {
+		return fmt.Errorf("sketch: short: %w", ErrCorrupt)
+	}
+	for i := range n {
+		u.loose = append(u.loose, binary.BigEndian.Uint32(b[4*i:]))
+	}
+	b = b[4*n:]
+	count, size := binary.BigEndian.Uint32(b[0:4]), binary.BigEndian.Uint32(b[8:12])
+	stream := b[12:]
+	if uint64(len(stream)) != uint64(size) {
+		return fmt.Errorf("sketch: list size: %w", ErrCorrupt)
+	}
+	var key uint32
+	u.run = u.run[:0]
+	for i := uint32(0); i < count; i++ {
+		delta, n := binary.Uvarint(stream)
+		if n <= 0 || delta > 1<<32-1 {
+			return fmt.Errorf("sketch: list: %w", ErrCorrupt)
+		}
+		stream = stream[n:]
+		key += uint32(delta)
+		u.run = append(u.run, key)
+	}
+	if len(stream) != 0 {
+		return fmt.Errorf("sketch: list trailing bytes: %w", ErrCorrupt)
+	}
+	// The list is sorted: merging it costs a pass, where sorting the
+	// union at the end cost most of a series.
+	if !slices.IsSorted(u.run) {
+		return fmt.Errorf("sketch: list out of order: %w", ErrCorrupt)
+	}
+	u.merge()
+	return nil
+}
+
+// merge merges the sorted u.run into u.keys, through u.spare: the three
+// buffers are reused from one step to the next.
+func (u *union) merge() {
+	a, b := u.keys, u.run
+	out := slices.Grow(u.spare[:0], len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case a[i] > b[j]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	out = append(out, b[j:]...)
+	u.keys, u.spare = out, a[:0]
+}
+
+// addDense merges a sketch that is not sparse, decoding it.
+func (u *union) addDense(b []byte) error {
+	sk := hyperloglog.New14()
+	if err := sk.UnmarshalBinary(b); err != nil {
+		return fmt.Errorf("sketch: %v: %w", err, ErrCorrupt)
+	}
+	if u.dense == nil {
+		u.dense = sk
+		return nil
+	}
+	if err := u.dense.Merge(sk); err != nil {
+		return fmt.Errorf("sketch: %v: %w", err, ErrCorrupt)
+	}
+	return nil
+}
+
+// estimate returns the estimated distinct visitors of the sketches added,
+// and whether any was, and empties u.
+func (u *union) estimate() (n int64, ok bool, err error) {
+	defer u.reset()
+	if !u.any {
+		return 0, false, nil
+	}
+	slices.Sort(u.loose)
+	u.run = append(u.run[:0], slices.Compact(u.loose)...)
+	u.merge()
+	keys := u.keys
+	// One sparse sketch holding the union as its sorted list; the library
+	// validates every key as it decodes it.
+	b := append(u.buf[:0], 2, hllPrecision, 0, 1, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
+	last := uint32(0)
+	if len(keys) > 0 {
+		last = keys[len(keys)-1]
+	}
+	b = binary.BigEndian.AppendUint32(b, last)
+	sizeAt := len(b)
+	b = append(b, 0, 0, 0, 0)
+	prev := uint32(0)
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(k-prev))
+		prev = k
+	}
+	binary.BigEndian.PutUint32(b[sizeAt:], uint32(len(b)-sizeAt-4))
+	u.buf = b
+	sk := hyperloglog.New14()
+	if err := sk.UnmarshalBinary(b); err != nil {
+		return 0, false, fmt.Errorf("sketch: %v: %w", err, ErrCorrupt)
+	}
+	if u.dense != nil {
+		if err := sk.Merge(u.dense); err != nil {
+			return 0, false, fmt.Errorf("sketch: %v: %w", err, ErrCorrupt)
+		}
+	}
+	return int64(sk.Estimate()), true, nil
+}
+
+func (u *union) reset() {
+	u.keys, u.loose, u.dense, u.any = u.keys[:0], u.loose[:0], nil, false
+}
