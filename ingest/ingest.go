@@ -55,7 +55,11 @@ type Config struct {
 	// commit, so that a restart rebuilds the window exactly (see Restore).
 	// Replay, which has no live window to serve, leaves it off.
 	PersistWindow bool
-	MaxLine       int // longer lines are rejected: the tailer's limit
+	// NoWindow keeps no live window: Replay, whose window nothing serves,
+	// then only counts into batches (and rejects lines too far ahead of
+	// the clock, as it always does).
+	NoWindow bool
+	MaxLine  int // longer lines are rejected: the tailer's limit
 
 	// Sites: where a line's site comes from. PatternSites[i] is the site
 	// of the files of pattern i (tailer.Chunk.Pattern), "" for none; a
@@ -213,11 +217,12 @@ type Pipeline struct {
 	// countedLines counts each counter's lines since start.
 	countedLines []atomic.Int64
 
-	sc      scratch // Run's parsing scratch
-	res     result  // Run's reusable result
-	batches []*logtally.Batch
-	last    int64 // newest line second seen, for AnchorLog
-	pool    sync.Pool
+	sc       scratch    // Run's parsing scratch
+	res      result     // Run's reusable result
+	inflight chan error // Replay's commit in flight; nil when none
+	batches  []*logtally.Batch
+	last     int64 // newest line second seen, for AnchorLog
+	pool     sync.Pool
 	// judged is set once the first lines have had their verdict (see
 	// judge); only the pipeline's goroutine uses it.
 	judged bool
@@ -456,7 +461,23 @@ func (p *Pipeline) commit() error {
 		p.all.batch.SetWindowStart(p.all.win.Start())
 	}
 	began := time.Now()
-	if err := p.store.Commit(p.batches...); err != nil {
+	if err := p.committed(p.store.Commit(p.batches...), began); err != nil {
+		return err
+	}
+	for _, s := range p.touched {
+		s.batch.Reset()
+		s.inBatch = false
+	}
+	p.touched = p.touched[:0]
+	p.all.batch.Reset()
+	return nil
+}
+
+// committed records the outcome of a commit that began at began: the
+// error and the log line of one that failed, the figures of one that
+// succeeded. Any goroutine may call it, one at a time.
+func (p *Pipeline) committed(err error, began time.Time) error {
+	if err != nil {
 		if p.lastErr.Load() == nil {
 			p.log.Error("commit failed; reading paused until it succeeds", "err", err)
 		}
@@ -469,12 +490,6 @@ func (p *Pipeline) commit() error {
 	p.commitSeconds.Observe(time.Since(began).Seconds())
 	p.commits.Add(1)
 	p.lastOK.Store(p.now().UnixNano()) // on the pipeline's clock, as the status's other times
-	for _, s := range p.touched {
-		s.batch.Reset()
-		s.inBatch = false
-	}
-	p.touched = p.touched[:0]
-	p.all.batch.Reset()
 	return nil
 }
 
@@ -493,6 +508,9 @@ func (p *Pipeline) Commits() int64 { return p.commits.Load() }
 // publish publishes every site's window, moved to the clock first. A
 // window that did not change costs nothing to publish.
 func (p *Pipeline) publish() {
+	if p.cfg.NoWindow {
+		return
+	}
 	now := p.now()
 	for _, list := range [][]*siteState{p.list, p.counters} {
 		for _, s := range list {

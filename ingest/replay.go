@@ -97,33 +97,92 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 				return bad
 			}
 			if p.all.batch.Lines() >= p.cfg.FlushLines {
-				if err := p.commitJudged(); err != nil {
+				if err := p.handOffJudged(); err != nil {
 					return err
 				}
 			}
 		case <-flush.C:
-			if err := p.commitJudged(); err != nil {
+			if err := p.handOffJudged(); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// commitJudged commits once the first lines have had their verdict (a
-// verdict against them ends Replay before).
-func (p *Pipeline) commitJudged() error {
+// handOffJudged hands the batches off to be committed (see handOff) once
+// the first lines have had their verdict (a verdict against them ends
+// Replay before).
+func (p *Pipeline) handOffJudged() error {
 	if !p.judged {
 		return nil // held until the verdict
 	}
-	return p.commit()
+	return p.handOff()
+}
+
+// handOff commits what the batches hold on a goroutine of its own, so that
+// applying the next lines goes on meanwhile: commits are Replay's other
+// serial step, and as costly as applying. At most one is in flight, so
+// they happen in order, each with the positions its lines end at; each
+// site has two batches, one filling while the other commits. handOff waits
+// for the commit before, and returns its error.
+func (p *Pipeline) handOff() error {
+	if err := p.waitCommit(); err != nil {
+		return err
+	}
+	if p.all.batch.Empty() {
+		return nil
+	}
+	bs := make([]*logtally.Batch, 0, len(p.touched)+1)
+	swap := func(s *siteState) {
+		if s.spare == nil {
+			s.spare = logtally.NewSiteBatch(s.name)
+		}
+		bs = append(bs, s.batch)
+		s.batch, s.spare = s.spare, s.batch
+		s.inBatch = false
+	}
+	for _, s := range p.touched {
+		if s != p.all {
+			swap(s)
+		}
+	}
+	swap(p.all)
+	p.touched = p.touched[:0]
+	done := make(chan error, 1)
+	p.inflight = done
+	go func() {
+		began := time.Now()
+		err := p.committed(p.store.Commit(bs...), began)
+		if err == nil {
+			for _, b := range bs {
+				b.Reset()
+			}
+		}
+		done <- err
+	}()
+	return nil
+}
+
+// waitCommit waits for the commit in flight, if there is one, and returns
+// its error.
+func (p *Pipeline) waitCommit() error {
+	if p.inflight == nil {
+		return nil
+	}
+	err := <-p.inflight
+	p.inflight = nil
+	return err
 }
 
 // finishJudged ends a replay: the verdict, if it is not in yet, on all the
-// lines read, then the last commit.
+// lines read, then the commit in flight and the last one.
 func (p *Pipeline) finishJudged() error {
 	if _, bad := p.judge(true, false); bad != nil {
 		p.publish()
 		return bad
+	}
+	if err := p.waitCommit(); err != nil {
+		return err
 	}
 	return p.finish()
 }
@@ -282,8 +341,10 @@ func (p *Pipeline) count(r *result, h *logtally.Hit, m counted, live bool) {
 	c := p.counters[m.counter]
 	ch := logtally.Hit{Time: h.Time, Visitor: h.Visitor, Path: r.keys[m.start:m.end], Bytes: h.Bytes, Status: h.Status,
 		PageView: true}
-	p.advance(c, r.now)
-	c.win.Add(ch)
+	if !p.cfg.NoWindow {
+		p.advance(c, r.now)
+		c.win.Add(ch)
+	}
 	c.batch.Add(&ch, live)
 	p.touch(c)
 	p.countedLines[m.counter].Add(1)
@@ -298,7 +359,8 @@ var defaultSite = []byte(logtally.DefaultSite)
 func (p *Pipeline) apply(r *result) {
 	parsed := int64(0)
 	all := p.all
-	if p.cfg.Anchor == AnchorClock {
+	live := !p.cfg.NoWindow // windows to count in
+	if p.cfg.Anchor == AnchorClock && live {
 		// The window's end is at least the clock that parse judged the
 		// lines by, so a line parse let through is not too new for it.
 		all.win.Advance(r.now)
@@ -316,9 +378,14 @@ func (p *Pipeline) apply(r *result) {
 		}
 		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
 			p.last = h.Time
-			all.win.Advance(time.Unix(h.Time, 0))
+			if live {
+				all.win.Advance(time.Unix(h.Time, 0))
+			}
 		}
-		outcome := all.win.Add(*h)
+		outcome := window.Counted
+		if live {
+			outcome = all.win.Add(*h)
+		}
 		s := site
 		if p.multi && s == nil {
 			s = p.siteOf(r.host(i))
@@ -338,15 +405,17 @@ func (p *Pipeline) apply(r *result) {
 			continue
 		}
 		parsed++
-		live := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
-		all.batch.Add(h, live)
+		second := p.cfg.PersistWindow && (outcome == window.Counted || outcome == window.Held)
+		all.batch.Add(h, second)
 		for _, m := range r.matches[first:mi] {
-			p.count(r, h, m, live)
+			p.count(r, h, m, second)
 		}
 		if s != nil && s != all {
-			p.advance(s, r.now)
-			s.win.Add(*h)
-			s.batch.Add(h, live)
+			if live {
+				p.advance(s, r.now)
+				s.win.Add(*h)
+			}
+			s.batch.Add(h, second)
 			p.touch(s)
 			if s.name == logtally.OtherSite {
 				p.otherLines.Add(1)
@@ -362,15 +431,21 @@ func (p *Pipeline) apply(r *result) {
 		if n > 0 {
 			p.rejected[i].Add(n)
 			for range n {
-				all.win.Reject()
+				if live {
+					all.win.Reject()
+				}
 				all.batch.Reject(now)
 			}
 			// A line that did not parse names no site: it counts in the
 			// site of its file, when its file has one.
 			if site != nil && site != all && r.site != nil && !bytes.Equal(r.site, defaultSite) {
-				p.advance(site, r.now)
+				if live {
+					p.advance(site, r.now)
+				}
 				for range n {
-					site.win.Reject()
+					if live {
+						site.win.Reject()
+					}
 					site.batch.Reject(now)
 				}
 				p.touch(site)

@@ -68,6 +68,8 @@ type siteState struct {
 	// inBatch is set while batch holds lines: the site is in
 	// Pipeline.touched.
 	inBatch bool
+	// spare is the batch a replay fills while batch commits (see handOff).
+	spare *logtally.Batch
 }
 
 // siteIndex is what readers see of the sites: replaced, never changed, when

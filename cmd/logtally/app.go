@@ -181,6 +181,7 @@ func (m *Main) check() error {
 		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
 	}
 	m.Ingest.PersistWindow = m.Command == "run" // replay serves no window
+	m.Ingest.NoWindow = m.Command == "replay"   // nor keeps one
 	m.Ingest.MaxLine = m.Tailer.MaxLine
 	if _, err := m.Parser.Compile(); err != nil {
 		if m.Parser.NginxConf != "" {
