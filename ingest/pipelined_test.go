@@ -92,7 +92,9 @@ func replayInto(t *testing.T, chunks []tailer.Chunk, pipelined bool, flushLines 
 	}
 	cfg := Config{Anchor: AnchorLog, ByField: true, NoWindow: pipelined, FlushLines: flushLines}
 	p := mustNew(t, cfg, Deps{Format: format, Classifier: classifier, Store: s, Now: func() time.Time { return t0 },
-		NewWindow: func(site string, end time.Time) (*window.Window, error) { return window.New(window.DefaultConfig(), end), nil }})
+		NewWindow: func(site string, end time.Time) (*window.Window, error) {
+			return window.New(window.DefaultConfig(), end), nil
+		}})
 	if pipelined {
 		in := make(chan tailer.Chunk, len(chunks))
 		for _, c := range chunks {

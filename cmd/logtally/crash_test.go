@@ -28,7 +28,12 @@ const childEnv = "LOGTALLY_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childEnv); args != "" {
-		os.Exit(runMain(strings.Fields(args), nil))
+		// Arguments are separated by spaces; \x1f is a space within one.
+		fields := strings.Fields(args)
+		for i, f := range fields {
+			fields[i] = strings.ReplaceAll(f, "\x1f", " ")
+		}
+		os.Exit(runMain(fields, nil))
 	}
 	// The scripts in testdata/script run the program as "logtally".
 	testscript.Main(m, map[string]func(){"logtally": func() { os.Exit(runMain(os.Args[1:], scriptSetup)) }})
