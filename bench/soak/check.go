@@ -57,7 +57,11 @@ type windowCheck struct {
 	from, to  time.Time
 	got, want counts
 	err       error
+	note      string // why a difference is not a failure
 }
+
+// failed reports a difference that is not explained by note.
+func (w windowCheck) failed() bool { return !w.ok() && w.note == "" }
 
 func (w windowCheck) ok() bool {
 	return w.err == nil && w.got.requests == w.want.requests && w.got.pageViews == w.want.pageViews &&
@@ -81,7 +85,7 @@ func (r *result) failed() bool {
 		return true
 	}
 	for _, w := range r.windows {
-		if !w.ok() {
+		if w.failed() {
 			return true
 		}
 	}
@@ -155,15 +159,35 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 	}
 	s.say("caught up in %s", time.Since(t).Round(time.Millisecond))
 	sleep(ctx, time.Second) // a snapshot is published every 100 ms
-	r.windows = append(r.windows, s.compareWindow(ctx, "live window, last run", hits))
+	w := s.compareWindow(ctx, "live window, last run", hits)
+	// A window restored at a start holds the lines a replay added to a
+	// minute at that minute's last second, and those of the minute it
+	// starts in only when the checkpoint holds all of that minute's seconds
+	// (ingest.Restore): after a replay, the window's first minute is right
+	// to the minute only. Such a difference is shown, not failed.
+	s.mu.Lock()
+	replayed := s.f.replayLines
+	s.mu.Unlock()
+	if !w.ok() && w.err == nil && replayed > 0 {
+		m := w.from.Unix() / 60 * 60
+		bound := min(tally(hits, m, m+60).requests, replayed)
+		if diff := w.got.requests - w.want.requests; diff >= -bound && diff <= bound {
+			w.note = fmt.Sprintf("differs by %+d requests: a restart after a replay restores the window's first minute to the minute (at most %d here)", diff, bound)
+		}
+	}
+	r.windows = append(r.windows, w)
 	if err := d.stop(15 * time.Second); err != nil {
 		s.problem("SIGTERM: %v", err)
 	}
 	s.ended(d)
 
 	// A last start on the same files: it reads nothing new, and serves the
-	// window restored from the database.
-	if d, err = s.start(); err != nil {
+	// window restored from the database. With --window-end log, whatever
+	// the run's, that window ends at the last second of the newest stored
+	// minute and so starts on a minute: then every line is in it at its own
+	// second (checkpointed by a run) or at the last second of its minute
+	// (added by a replay), and its counts are exact (ingest.Restore).
+	if d, err = s.startWith("log"); err != nil {
 		return r, err
 	}
 	defer func() {
@@ -176,7 +200,7 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 		return r, fmt.Errorf("the last daemon was not ready within 30s")
 	}
 	sleep(ctx, time.Second)
-	r.windows = append(r.windows, s.compareWindow(ctx, "live window, restarted", hits))
+	r.windows = append(r.windows, s.compareWindow(ctx, "live window, restarted (log end)", hits))
 	ser, err := s.api.series(ctx, from, to)
 	if err != nil {
 		return r, err
@@ -293,7 +317,10 @@ func (s *soak) print(r *result) int {
 			continue
 		}
 		verdict := "equal"
-		if !w.ok() {
+		switch {
+		case w.note != "":
+			verdict = w.note
+		case !w.ok():
 			verdict = "DIFFERENT"
 		}
 		row(w.name, "%s to %s: requests %d/%d, page views %d/%d, visitors %d/%d (stored/written): %s",

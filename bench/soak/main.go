@@ -59,6 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (logs, database, daemon log)")
 	fs.StringVar(&c.bin, "bin", "", "logtally binary to drive (default: build ./cmd/logtally)")
 	fs.StringVar(&c.windowEnd, "window-end", "clock", "the daemons' --window-end: clock or log")
+	fs.DurationVar(&c.window, "window", 10*time.Minute, "the daemons' --window: shorter than -duration, the window's start moves through counted lines")
 	fs.DurationVar(&c.maxUp, "max-up", 0, "longest a daemon runs before it is killed (default: duration/20, from 3s to 20s)")
 	fs.DurationVar(&c.maxDown, "max-down", 2*time.Second, "longest pause between a kill and the restart, besides what is done meanwhile")
 	if err := fs.Parse(args); err != nil {
@@ -68,10 +69,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	switch {
-	case c.duration <= 0, c.rotate <= 0, c.maxDown < 0, c.maxUp < 0:
+	case c.duration <= 0, c.rotate <= 0, c.maxDown < 0, c.maxUp < 0, c.window <= 0:
 		return c, errors.New("-duration and -rotate must be positive, -max-up and -max-down not negative")
 	case c.rate <= 0 || c.rate > 1_000_000:
 		return c, errors.New("-rate must be from 1 to 1000000 lines a second")
+	case c.window%time.Minute != 0:
+		return c, fmt.Errorf("-window %s: want whole minutes, so that the last check's window starts on a minute", c.window)
 	case c.windowEnd != "clock" && c.windowEnd != "log":
 		return c, fmt.Errorf("-window-end %q: want clock or log", c.windowEnd)
 	}

@@ -18,6 +18,7 @@ import (
 
 type config struct {
 	duration, rotate, maxUp, maxDown time.Duration
+	window                           time.Duration
 	rate                             int
 	seed                             uint64
 	keep                             bool
@@ -75,8 +76,8 @@ func (s *soak) problem(format string, args ...any) {
 
 func run(ctx context.Context, c config, out io.Writer) int {
 	s := &soak{cfg: c, out: out, rng: rand.New(rand.NewPCG(c.seed, 1))}
-	fmt.Fprintf(out, "soak: seed %d (repeat with -seed %d); %s at %d lines/s, rotating every %s, window end %s\n",
-		c.seed, c.seed, c.duration, c.rate, c.rotate, c.windowEnd)
+	fmt.Fprintf(out, "soak: seed %d (repeat with -seed %d); %s at %d lines/s, rotating every %s, window %s ending at the %s\n",
+		c.seed, c.seed, c.duration, c.rate, c.rotate, c.window, c.windowEnd)
 	dir, err := os.MkdirTemp("", "logtally-soak-")
 	if err != nil {
 		fmt.Fprintln(out, "soak:", err)
@@ -173,16 +174,18 @@ func moduleRoot() (string, error) {
 
 func (s *soak) logPath() string { return filepath.Join(s.dir, "access.log") }
 
-// runArgs are the arguments of every `logtally run`.
-func (s *soak) runArgs() []string {
-	return []string{"run", "--db", s.dbPath, "--tz", "UTC", "--listen", s.addr, "--window-end", s.cfg.windowEnd,
-		"--log-level", "warn", s.logPath()}
+// runArgs are the arguments of a `logtally run`.
+func (s *soak) runArgs(windowEnd string) []string {
+	return []string{"run", "--db", s.dbPath, "--tz", "UTC", "--listen", s.addr, "--window-end", windowEnd,
+		"--window", s.cfg.window.String(), "--log-level", "warn", s.logPath()}
 }
 
-// start starts a daemon.
-func (s *soak) start() (*daemon, error) {
+// start starts a daemon with the run's --window-end.
+func (s *soak) start() (*daemon, error) { return s.startWith(s.cfg.windowEnd) }
+
+func (s *soak) startWith(windowEnd string) (*daemon, error) {
 	fmt.Fprintf(s.daemonLog, "=== %s start\n", time.Now().Format(time.RFC3339Nano))
-	d, err := startDaemon(s.bin, s.runArgs(), s.daemonLog)
+	d, err := startDaemon(s.bin, s.runArgs(windowEnd), s.daemonLog)
 	if err != nil {
 		return nil, err
 	}
