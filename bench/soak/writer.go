@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/internal/loggen"
+	"github.com/logtally/logtally/parser"
+)
+
+// hit is what one written line counts for, as the daemon's own parser and
+// classifier (with their default settings) see it: the truth.
+type hit struct {
+	sec      int64 // unix second of the line
+	bytes    int64
+	visitor  uint64 // set for page views only
+	pageView bool
+}
+
+// writer appends generated lines to the log at a steady rate, rotates it,
+// and remembers every line it wrote. Lines are stamped by a synthetic clock
+// that advances one step per line from the moment writing began, so a line
+// is never ahead of the wall clock when it is written.
+type writer struct {
+	path string
+
+	// mu guards the file, the generator and the truth: a rotation never
+	// falls in the middle of a write.
+	mu      sync.Mutex
+	f       *os.File
+	gen     *loggen.Generator
+	start   time.Time
+	rate    int
+	written int64
+	hits    []hit
+	format  *parser.Format
+	rules   *classify.Classifier
+	rec     parser.Record
+	buf     []byte
+	err     error // first write error; writing stops
+
+	// rot is held by whatever renames the log's files (a rotation, a gzip)
+	// or needs them to keep their names (a replay).
+	rot sync.Mutex
+	// Counted under rot.
+	renames, copytruncates int
+}
+
+func newWriter(path string, seed uint64, rate int, start time.Time) (*writer, error) {
+	format, err := parser.New("combined")
+	if err != nil {
+		return nil, err
+	}
+	// The salt only changes the visitors' hashes, not which are distinct.
+	rules, err := classify.New(classify.DefaultConfig(), 0)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	gen := loggen.New(loggen.Config{Seed: seed, Start: start, Step: time.Second / time.Duration(rate),
+		Hosts: 3000, Paths: 60})
+	return &writer{path: path, f: f, gen: gen, start: start, rate: rate, format: format, rules: rules}, nil
+}
+
+// writeDue writes every line due by now: line k is due, and stamped, at
+// start + k/rate.
+func (w *writer) writeDue(now time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	due := int64(now.Sub(w.start)) * int64(w.rate) / int64(time.Second)
+	w.buf = w.buf[:0]
+	for n := w.written; n < due; n++ {
+		from := len(w.buf)
+		w.buf = w.gen.Line(w.buf)
+		if err := w.format.Parse(w.buf[from:], &w.rec); err != nil {
+			w.err = fmt.Errorf("the generator wrote a line the parser rejects (%v): %q", err, w.buf[from:])
+			return w.err
+		}
+		h := w.rules.Classify(&w.rec)
+		w.hits = append(w.hits, hit{sec: h.Time, bytes: h.Bytes, visitor: h.Visitor, pageView: h.PageView})
+	}
+	if len(w.buf) == 0 {
+		return nil
+	}
+	// One write(2) of whole lines: a reader never sees half of one.
+	if _, err := w.f.Write(w.buf); err != nil {
+		w.err = fmt.Errorf("write %s: %w", w.path, err)
+		return w.err
+	}
+	w.written = due
+	return nil
+}
+
+// run writes until stop is closed, every tick.
+func (w *writer) run(stop <-chan struct{}, tick time.Duration) error {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return w.writeDue(time.Now())
+		case now := <-t.C:
+			if err := w.writeDue(now); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Written returns the lines written so far and what they count for.
+func (w *writer) truth() (int64, []hit) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written, slices.Clone(w.hits)
+}
+
+// rotated is one rotated copy of the log: PATH.N or PATH.N.gz.
+type rotated struct {
+	n  int
+	gz bool
+}
+
+func (w *writer) name(r rotated) string {
+	s := w.path + "." + strconv.Itoa(r.n)
+	if r.gz {
+		s += ".gz"
+	}
+	return s
+}
+
+// copies lists the rotated copies, newest (lowest number) first.
+func (w *writer) copies() ([]rotated, error) {
+	names, err := filepath.Glob(w.path + ".*")
+	if err != nil {
+		return nil, err
+	}
+	var out []rotated
+	for _, name := range names {
+		rest := strings.TrimPrefix(name, w.path+".")
+		gz := strings.HasSuffix(rest, ".gz")
+		n, err := strconv.Atoi(strings.TrimSuffix(rest, ".gz"))
+		if err != nil {
+			continue // a temporary file of a gzip
+		}
+		out = append(out, rotated{n, gz})
+	}
+	slices.SortFunc(out, func(a, b rotated) int { return a.n - b.n })
+	return out, nil
+}
+
+// rotate does what logrotate does: every PATH.N becomes PATH.N+1, then the
+// log becomes PATH.1, either renamed (and a new log created, which the
+// writer opens at once, as nginx does on reopen) or copied and truncated
+// in place. Nothing is ever deleted, so that nothing is lost by design.
+func (w *writer) rotate(copytruncate bool) error {
+	w.rot.Lock()
+	defer w.rot.Unlock()
+	cs, err := w.copies()
+	if err != nil {
+		return err
+	}
+	for _, r := range slices.Backward(cs) {
+		if err := os.Rename(w.name(r), w.name(rotated{r.n + 1, r.gz})); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	first := w.name(rotated{n: 1})
+	if copytruncate {
+		data, err := os.ReadFile(w.path)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(first, data, 0o644); err != nil {
+			return err
+		}
+		// The writer's descriptor is in append mode: its next line goes to
+		// the start of the truncated file, as nginx's would.
+		if err := w.f.Truncate(0); err != nil {
+			return err
+		}
+		w.copytruncates++
+		return nil
+	}
+	if err := os.Rename(w.path, first); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	w.f.Close()
+	w.f = f
+	w.renames++
+	return nil
+}
+
+// gzip compresses the uncompressed rotated copies numbered from min on,
+// keeping each file's modification time as gzip(1) and logrotate do, and
+// returns how many it compressed.
+func (w *writer) gzip(min int) (int, error) {
+	w.rot.Lock()
+	defer w.rot.Unlock()
+	cs, err := w.copies()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range cs {
+		if r.gz || r.n < min {
+			continue
+		}
+		if err := gzipFile(w.name(r), w.name(rotated{r.n, true})); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func gzipFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(from)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Name = filepath.Base(from)
+	zw.ModTime = fi.ModTime()
+	if _, err := io.Copy(zw, bytes.NewReader(data)); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	tmp := to + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, to); err != nil {
+		return err
+	}
+	return os.Remove(from)
+}
+
+func (w *writer) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.f.Close()
+}
