@@ -114,7 +114,7 @@ func (p *Pipeline) addSite(name string) (*siteState, error) {
 	if p.cfg.Anchor == AnchorLog && p.all != nil {
 		end = time.Unix(p.all.win.End(), 0) // where the newest line put every window
 	}
-	win, err := p.newWindow(name, end)
+	win, err := p.siteWindow(name, end)
 	if err != nil {
 		return nil, fmt.Errorf("site %s: %w", name, err)
 	}
@@ -138,6 +138,17 @@ func (p *Pipeline) addSite(name string) (*siteState, error) {
 	slices.Sort(idx.names)
 	p.index.Store(idx)
 	return s, nil
+}
+
+// siteWindow returns a site's window: Deps.NewWindow's, or with
+// Config.NoWindow, which counts into no window, a placeholder of one
+// second that holds nothing, so that a replay of a thousand sites does not
+// restore a thousand windows.
+func (p *Pipeline) siteWindow(site string, end time.Time) (*window.Window, error) {
+	if p.cfg.NoWindow {
+		return window.New(window.Config{Length: time.Second, MaxPaths: 1, MaxVisitors: 1}, end), nil
+	}
+	return p.newWindow(site, end)
 }
 
 // advance moves a site's window to the pipeline's end: the clock's, or
@@ -213,7 +224,7 @@ func (p *Pipeline) addCounter(name string) error {
 		end = time.Unix(p.all.win.End(), 0)
 	}
 	site := logtally.CounterSite(name)
-	win, err := p.newWindow(site, end)
+	win, err := p.siteWindow(site, end)
 	if err != nil {
 		return fmt.Errorf("counter %s: %w", name, err)
 	}

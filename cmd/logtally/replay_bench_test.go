@@ -67,3 +67,43 @@ func writeLog(tb testing.TB, path string, n int) int64 {
 	}
 	return fi.Size()
 }
+
+// BenchmarkReplaySites replays 500,000 lines of 100 sites, as
+// vhost_combined with --site-field %v: every line counted in its site and
+// in the all-sites view. bench/sites runs the binary the same way.
+func BenchmarkReplaySites(b *testing.B) {
+	const lines = 500_000
+	dir := b.TempDir()
+	log := filepath.Join(dir, "access.log")
+	f, err := os.Create(log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := loggen.New(loggen.Config{Seed: 1, Start: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), Step: 100 * time.Millisecond, Hosts: 5000, Paths: 200})
+	w := bufio.NewWriterSize(f, 1<<20)
+	var buf []byte
+	for i := range lines {
+		buf = fmt.Appendf(buf[:0], "site%d.example:80 ", i%100)
+		buf = g.Line(buf)
+		w.Write(buf)
+	}
+	w.Flush()
+	f.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		m := NewMain()
+		m.Stdout, m.Stderr = io.Discard, io.Discard
+		if err := m.ParseFlags([]string{"replay", "--db", filepath.Join(dir, fmt.Sprintf("db%d", i)),
+			"--format", "vhost_combined", "--site-field", "%v", log}); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
