@@ -30,7 +30,7 @@ func TestPipelinedReplayEqualsSerial(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 99))
 			chunks := randomChunks(rng)
 			serial := replayInto(t, chunks, false, 0)
-			pipelined := replayInto(t, chunks, true, 1+rng.IntN(2000))
+			pipelined := replayInto(t, chunks, true, 1+rng.IntN(500))
 			for _, site := range []string{logtally.AllSites, "a.example", "b.example", logtally.DefaultSite} {
 				want, wantRejected := minutesOf(t, serial, site)
 				got, gotRejected := minutesOf(t, pipelined, site)
@@ -46,7 +46,7 @@ func TestPipelinedReplayEqualsSerial(t *testing.T) {
 // random line ends.
 func randomChunks(rng *rand.Rand) []tailer.Chunk {
 	var data []byte
-	for range JudgeLines + 1000 + rng.IntN(5000) { // past the verdict, which holds commits back
+	for range JudgeLines + 3000 + rng.IntN(5000) { // past the verdict, which holds commits back
 		if rng.IntN(30) == 0 {
 			data = append(data, "a line that does not parse\n"...)
 			continue
