@@ -87,18 +87,21 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 				return p.finishJudged()
 			}
 			pending[r.seq] = r
+			// Each result is judged and may fill a batch, so that a batch
+			// holds about FlushLines lines even when the results waiting
+			// for an earlier one are applied at once.
 			for r := pending[next]; r != nil; r = pending[next] {
 				delete(pending, next)
 				next++
 				p.apply(r)
 				p.pool.Put(r)
-			}
-			if _, bad := p.judge(false, false); bad != nil {
-				return bad
-			}
-			if p.all.batch.Lines() >= p.cfg.FlushLines {
-				if err := p.handOffJudged(); err != nil {
-					return err
+				if _, bad := p.judge(false, false); bad != nil {
+					return bad
+				}
+				if p.all.batch.Lines() >= p.cfg.FlushLines {
+					if err := p.handOffJudged(); err != nil {
+						return err
+					}
 				}
 			}
 		case <-flush.C:
