@@ -253,21 +253,11 @@ type keyRange struct {
 // itself when it returns false.
 func (s *Server) counterKeysOf(w http.ResponseWriter, r *http.Request, name string, snap *logtally.Snapshot, limit int) (
 	[]logtally.PageCount, *keyRange, bool) {
-	q := r.URL.Query()
-	if !q.Has("from") && !q.Has("to") {
+	if q := r.URL.Query(); !q.Has("from") && !q.Has("to") {
 		return snap.Pages, nil, true
 	}
-	if !q.Has("from") || !q.Has("to") {
-		writeError(w, http.StatusBadRequest, "give both from and to, or neither for the live window")
-		return nil, nil, false
-	}
-	from, to, err := s.rangeParams(r, 0)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return nil, nil, false
-	}
-	if to.Sub(from) >= MaxPagesRange {
-		writeError(w, http.StatusBadRequest, "the range is longer than "+strconv.Itoa(int(MaxPagesRange/(24*time.Hour)))+" days")
+	from, to, ok := s.pagesRange(w, r)
+	if !ok {
 		return nil, nil, false
 	}
 	h, _ := s.deps.Counters.CounterHistory(name).(PageHistory)

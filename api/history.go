@@ -285,6 +285,26 @@ type PagesRange struct {
 	Other int64 `json:"other"`
 }
 
+// pagesRange reads the from and to of a range of pages (at most
+// MaxPagesRange), and answers 400 itself when it returns false.
+func (s *Server) pagesRange(w http.ResponseWriter, r *http.Request) (from, to time.Time, ok bool) {
+	q := r.URL.Query()
+	if !q.Has("from") || !q.Has("to") {
+		writeError(w, http.StatusBadRequest, "give both from and to, or neither for the live window")
+		return from, to, false
+	}
+	from, to, err := s.rangeParams(r, 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return from, to, false
+	}
+	if to.Sub(from) >= MaxPagesRange {
+		writeError(w, http.StatusBadRequest, "the range is longer than "+strconv.Itoa(int(MaxPagesRange/(24*time.Hour)))+" days")
+		return from, to, false
+	}
+	return from, to, true
+}
+
 // historyPages answers GET /api/v1/pages?from=T&to=T&limit=N from the
 // stored history: the top pages of the range (see storage.Store.Pages).
 func (s *Server) historyPages(w http.ResponseWriter, r *http.Request, limit int) {
@@ -297,18 +317,8 @@ func (s *Server) historyPages(w http.ResponseWriter, r *http.Request, limit int)
 		writeError(w, http.StatusNotFound, "no history of pages is kept")
 		return
 	}
-	q := r.URL.Query()
-	if !q.Has("from") || !q.Has("to") {
-		writeError(w, http.StatusBadRequest, "give both from and to, or neither for the live window")
-		return
-	}
-	from, to, err := s.rangeParams(r, 0)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if to.Sub(from) >= MaxPagesRange {
-		writeError(w, http.StatusBadRequest, "the range is longer than "+strconv.Itoa(int(MaxPagesRange/(24*time.Hour)))+" days")
+	from, to, ok := s.pagesRange(w, r)
+	if !ok {
 		return
 	}
 	res, err := ph.Pages(from, to, limit)

@@ -281,7 +281,12 @@ func mergeSorted(a, b []uint64) []uint64 {
 	if len(b) == 0 {
 		return a
 	}
-	out := make([]uint64, 0, len(a)+len(b))
+	return mergeInto(make([]uint64, 0, len(a)+len(b)), a, b)
+}
+
+// mergeInto appends to out the union of the sorted a and b, sorted, each
+// value once.
+func mergeInto[T cmp.Ordered](out, a, b []T) []T {
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		switch {

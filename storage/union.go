@@ -84,24 +84,7 @@ func (u *union) add(b []byte) error {
 // buffers are reused from one step to the next.
 func (u *union) merge() {
 	a, b := u.keys, u.run
-	out := slices.Grow(u.spare[:0], len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] < b[j]:
-			out = append(out, a[i])
-			i++
-		case a[i] > b[j]:
-			out = append(out, b[j])
-			j++
-		default:
-			out = append(out, a[i])
-			i++
-			j++
-		}
-	}
-	out = append(out, a[i:]...)
-	out = append(out, b[j:]...)
+	out := mergeInto(slices.Grow(u.spare[:0], len(a)+len(b)), a, b)
 	u.keys, u.spare = out, a[:0]
 }
 
