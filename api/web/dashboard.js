@@ -23,7 +23,7 @@
   const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
   const state = {
-    site: "", // "" until /api/v1/sites answers; then the chosen site
+    site: "", // the chosen site; "" for all of them
     range: "hour",
     windowEnd: null, // the live window's end: "now" for the charts
     seriesAt: 0, // when the series was last asked for
@@ -35,11 +35,14 @@
     livePages: "", // the top pages shown, as JSON
   };
 
-  // url builds a relative API URL with the chosen site.
+  // SITED are the endpoints that answer for one site with ?site=.
+  const SITED = new Set(["api/v1/stats", "api/v1/pages", "api/v1/pages/count", "api/v1/series"]);
+
+  // url builds a relative API URL, with the chosen site where it counts.
   function url(path, params) {
     const u = new URL(path, document.baseURI);
     for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, String(v));
-    if (state.site) u.searchParams.set("site", state.site);
+    if (state.site && SITED.has(path)) u.searchParams.set("site", state.site);
     return u.toString();
   }
 
@@ -149,7 +152,10 @@
   function connect() {
     clearTimeout(state.retryTimer);
     if (state.stream) state.stream.close();
-    if (!window.EventSource) {
+    state.stream = null;
+    if (!window.EventSource || state.site) {
+      // The stream is of all sites: one site is polled.
+      stopPolling();
       startPolling();
       return;
     }
@@ -426,28 +432,28 @@
 
   // ---- sites and the widget -----------------------------------------------
 
-  // loadSites shows the site selector once the daemon has sites
-  // (GET /api/v1/sites); until then there is one site and no selector.
+  // loadSites shows the site selector when the daemon counts several sites
+  // (GET /api/v1/sites lists two or more); "All sites" is the first choice.
   async function loadSites() {
     const body = await getJSON("api/v1/sites");
-    const list = body && (Array.isArray(body) ? body : body.sites);
-    if (!Array.isArray(list) || list.length === 0) return;
-    const names = list.map((s) => (typeof s === "string" ? s : s.name)).filter((s) => typeof s === "string");
+    const list = body && Array.isArray(body.sites) ? body.sites : [];
+    const names = list.map((s) => s && s.site).filter((s) => typeof s === "string").sort();
+    if (names.length < 2) return;
     const select = $("site");
-    select.replaceChildren(...names.map((n) => {
+    const all = el("option", "", "All sites");
+    all.value = "";
+    select.replaceChildren(all, ...names.map((n) => {
       const o = el("option", "", n);
       o.value = n;
       return o;
     }));
-    state.site = names[0];
     $("site-picker").hidden = false;
     select.addEventListener("change", () => {
       state.site = select.value;
       state.windowEnd = null;
+      state.livePages = "";
       connect();
-      loadStatus();
     });
-    connect();
   }
 
   async function loadWidget() {

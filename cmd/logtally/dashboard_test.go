@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/logtally/logtally"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false,
@@ -551,4 +553,33 @@ func TestDashboardScreenshot(t *testing.T) {
 	}
 	b.checkClean(t)
 	t.Logf("wrote %s (%d bytes)", out, len(png))
+}
+
+// TestDashboardSites: with several sites the dashboard offers them, all
+// sites first, and a site chosen shows that site's window, as
+// /api/v1/stats?site= has it, polled (the event stream is of all sites).
+func TestDashboardSites(t *testing.T) {
+	b := newChrome(t)
+	dir := t.TempDir()
+	log, shop, truth := sitesLog(t, dir)
+	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--format", "vhost_combined",
+		"--site-field", "%v", "--site", "shop.example.org="+shop, "--window-end", "log", log)
+	waitFor(t, "the logs read", func() bool { return stats(t, m).Requests == truth[logtally.AllSites].requests })
+	waitFor(t, "the logs committed", func() bool { return m.pipeline.Commits() > 0 }) // for each site's history
+	b.run(t, chromedp.Navigate("http://"+m.Addr()+"/"))
+	b.waitEval(t, "the site selector", `String(!document.getElementById("site-picker").hidden)`, "true")
+	options := evalAs[[]string](t, b, `[...document.querySelectorAll("#site option")].map(o => o.value)`)
+	if want := []string{"", "blog.example.org", "docs.example.org", "shop.example.org", "www.example.org"}; !slices.Equal(options, want) {
+		t.Errorf("site options %q, want %q", options, want)
+	}
+	b.waitEval(t, "all sites' requests", `document.getElementById("requests").dataset.value || ""`,
+		fmt.Sprint(truth[logtally.AllSites].requests))
+	for _, site := range []string{"docs.example.org", "shop.example.org"} {
+		b.eval(t, fmt.Sprintf(`(() => { const s = document.getElementById("site"); s.value = %q; s.dispatchEvent(new Event("change")); return ""; })()`, site))
+		b.waitEval(t, site+"'s requests", `document.getElementById("requests").dataset.value || ""`, fmt.Sprint(truth[site].requests))
+		if v := b.eval(t, `document.getElementById("visitors").dataset.value || ""`); v != fmt.Sprint(len(truth[site].visitors)) {
+			t.Errorf("%s: visitors shown %s, want %d", site, v, len(truth[site].visitors))
+		}
+	}
+	b.checkClean(t)
 }
