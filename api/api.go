@@ -192,8 +192,8 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Fleet != nil {
 		s.fleetHistory = newFleetHistory(cfg, deps)
 	}
-	// ?site= answers from this node's counts of the site, in fleet mode
-	// too: the fleet database keeps every site, but serves all together.
+	// ?site= answers for one site: in fleet mode, from the fleet database
+	// (see Fleet.Site).
 	get("/api/v1/stats", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.stats, s.fleetStats) }))
 	get("/api/v1/pages", s.limited(s.pagesCost, s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pages, s.fleetPages) })))
 	get("/api/v1/pages/count", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pageCounts, s.fleetPageCounts) }))

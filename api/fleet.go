@@ -20,6 +20,10 @@ type Fleet struct {
 	// History answers history queries from the fleet database, each within
 	// a time limit; an error means the database did not answer.
 	History History
+	// Site, with several sites, returns the fleet's answers for one site,
+	// which ?site= then gives (and ?site=&scope=node this node's own); nil
+	// answers ?site= from this node's counts.
+	Site func(name string) *Fleet
 }
 
 // Scopes of the ?scope= parameter.

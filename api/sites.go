@@ -77,6 +77,10 @@ func (s *Server) site(name string) (*Server, bool) {
 		History:  sites.SiteHistory(name),
 		Now:      s.deps.Now, Zone: s.deps.Zone, Logger: s.deps.Logger, Ready: s.deps.Ready,
 	}}
+	if s.deps.Fleet != nil && s.deps.Fleet.Site != nil {
+		sub.deps.Fleet = s.deps.Fleet.Site(name)
+		sub.fleetHistory = newFleetHistory(sub.cfg, sub.deps)
+	}
 	s.sites.servers[name] = sub
 	return sub, true
 }

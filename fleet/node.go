@@ -78,6 +78,7 @@ type Node struct {
 
 	store     atomic.Pointer[Store]
 	refresher atomic.Pointer[Refresher]
+	views     siteViews // single sites' Refreshers: see SiteView
 
 	mu      sync.Mutex
 	state   string
@@ -246,6 +247,7 @@ func (n *Node) Close() {
 	if r := n.refresher.Load(); r != nil {
 		r.Close()
 	}
+	n.closeSiteViews()
 	if st := n.store.Load(); st != nil {
 		st.Close()
 	}

@@ -59,5 +59,11 @@ func (m *Main) apiFleet() *api.Fleet {
 	if m.fleet == nil {
 		return nil
 	}
-	return &api.Fleet{View: m.fleet.Current, History: m.fleet}
+	f := &api.Fleet{View: m.fleet.Current, History: m.fleet}
+	if m.multiSite() {
+		f.Site = func(name string) *api.Fleet {
+			return &api.Fleet{View: func() *logtally.View { return m.fleet.SiteView(name) }, History: m.fleet.SiteHistory(name)}
+		}
+	}
+	return f
 }

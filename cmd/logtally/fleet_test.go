@@ -34,6 +34,7 @@ type fleetNode struct {
 	name    string
 	log, db string
 	url     string // the fleet database
+	extra   string // more flags
 
 	mu     sync.Mutex
 	data   []byte // every line written to the log
@@ -50,7 +51,7 @@ func (n *fleetNode) start() {
 	t := n.t
 	t.Helper()
 	args := fmt.Sprintf("run --fleet %s --node %s --db %s --listen 127.0.0.1:0 --tz UTC --flush-interval 100ms "+
-		"--fleet-refresh 200ms --poll-interval 20ms --cache-max-age 0 --dashboard=false %s", n.url, n.name, n.db, n.log)
+		"--fleet-refresh 200ms --poll-interval 20ms --cache-max-age 0 --dashboard=false %s %s", n.url, n.name, n.db, n.extra, n.log)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+args)
 	pipe, err := cmd.StderrPipe()
