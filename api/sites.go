@@ -41,8 +41,9 @@ type SiteBody struct {
 }
 
 // siteServers holds one Server per site asked for, each with its own
-// cache of bodies (and so its own ETags), made on first use. There are no
-// more than the sites counted, which --max-sites bounds.
+// cache of bodies (and so its own ETags), made on first use once the site
+// has history. There are no more than the sites counted, which
+// --max-sites bounds.
 type siteServers struct {
 	mu      sync.Mutex
 	servers map[string]*Server
@@ -63,9 +64,6 @@ func (s *Server) site(name string) (*Server, bool) {
 	s.sites.mu.Lock()
 	defer s.sites.mu.Unlock()
 	if sub := s.sites.servers[name]; sub != nil {
-		if sub.deps.History == nil {
-			sub.deps.History = s.deps.Sites.SiteHistory(name)
-		}
 		return sub, true
 	}
 	if s.sites.servers == nil {
@@ -81,7 +79,12 @@ func (s *Server) site(name string) (*Server, bool) {
 		sub.deps.Fleet = s.deps.Fleet.Site(name)
 		sub.fleetHistory = newFleetHistory(sub.cfg, sub.deps)
 	}
-	s.sites.servers[name] = sub
+	// A site whose first lines are not stored yet gets a Server of its
+	// own each time, until one has its history: a Server, once shared,
+	// never changes.
+	if sub.deps.History != nil {
+		s.sites.servers[name] = sub
+	}
 	return sub, true
 }
 
