@@ -217,12 +217,13 @@ type Pipeline struct {
 	// countedLines counts each counter's lines since start.
 	countedLines []atomic.Int64
 
-	sc       scratch    // Run's parsing scratch
-	res      result     // Run's reusable result
-	inflight chan error // Replay's commit in flight; nil when none
-	batches  []*logtally.Batch
-	last     int64 // newest line second seen, for AnchorLog
-	pool     sync.Pool
+	sc        scratch    // Run's parsing scratch
+	res       result     // Run's reusable result
+	inflight  chan error // Replay's commit in flight; nil when none
+	publishes int        // publish calls, for the counters' pace
+	batches   []*logtally.Batch
+	last      int64 // newest line second seen, for AnchorLog
+	pool      sync.Pool
 	// judged is set once the first lines have had their verdict (see
 	// judge); only the pipeline's goroutine uses it.
 	judged bool
@@ -385,6 +386,7 @@ func untilNextSecond(now time.Time) time.Duration {
 
 func (p *Pipeline) finish() error {
 	err := p.commit()
+	p.publishes = 0 // the counters' too
 	p.publish()
 	return err
 }
@@ -512,12 +514,19 @@ func (p *Pipeline) publish() {
 		return
 	}
 	now := p.now()
-	for _, list := range [][]*siteState{p.list, p.counters} {
-		for _, s := range list {
+	for _, s := range p.list {
+		p.advance(s, now)
+		s.win.Publish()
+	}
+	// A counter's snapshot carries every key, up to --max-counter-keys:
+	// sorting them is worth doing once a second, not ten times.
+	if p.publishes%10 == 0 {
+		for _, s := range p.counters {
 			p.advance(s, now)
 			s.win.Publish()
 		}
 	}
+	p.publishes++
 }
 
 // Lines returns how many lines have been read.

@@ -83,6 +83,26 @@ func counterLog(t *testing.T, path string) counterTruth {
 // truth.
 func checkCounters(t *testing.T, base string, truth counterTruth) {
 	t.Helper()
+	// A counter's window is published once a second: wait for it.
+	var shows, clicks int64
+	for _, n := range truth.shows {
+		shows += n
+	}
+	for _, n := range truth.clicks {
+		clicks += n
+	}
+	waitFor(t, "the counters' windows", func() bool {
+		var body struct {
+			Counters []struct {
+				Name   string
+				Window struct{ Count int64 }
+			}
+		}
+		if getURL(t, base+"/api/v1/counters", &body) != http.StatusOK || len(body.Counters) != 2 {
+			return false
+		}
+		return body.Counters[0].Window.Count == shows && body.Counters[1].Window.Count == clicks
+	})
 	var items []counter.Item
 	for key, shows := range truth.shows {
 		items = append(items, counter.Item{Key: key, Numerator: truth.clicks[key], Denominator: shows})
