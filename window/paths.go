@@ -83,7 +83,7 @@ const maxRefViews = 1<<16 - 1
 func newPathTable(max int) *pathTable {
 	return &pathTable{
 		max:   max,
-		index: make(map[string]int32, min(max, 1024)),
+		index: make(map[string]int32), // grows with the paths: a quiet site's window stays small
 		minB:  nilID,
 		maxB:  nilID,
 	}
