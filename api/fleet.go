@@ -208,5 +208,6 @@ func (s *Server) unavailable(w http.ResponseWriter, r *http.Request, err error) 
 // than the View's from the fleet database: this one's handlers over the
 // fleet's History, whose errors are 503s.
 func newFleetHistory(cfg Config, deps Deps) *Server {
-	return &Server{cfg: cfg, deps: Deps{History: deps.Fleet.History, Now: deps.Now, Logger: deps.Logger}, fleetOnly: true}
+	return &Server{cfg: cfg, deps: Deps{History: deps.Fleet.History, Now: deps.Now, Zone: deps.Zone, Logger: deps.Logger},
+		fleetOnly: true}
 }

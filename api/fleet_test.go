@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -83,6 +84,10 @@ func TestFleetEndpoints(t *testing.T) {
 	}
 	if h.step != time.Hour {
 		t.Errorf("the fleet's history was asked for step %s, want the 1h query", h.step)
+	}
+	// A date is a day in the store's zone, for the fleet's history too.
+	if rec := do(s, "GET", "/api/v1/series?step=1d&from=2026-11-20&to=2026-11-21", nil); rec.Code != http.StatusOK {
+		t.Errorf("a series of dates from the fleet = %d %s, want 200", rec.Code, rec.Body)
 	}
 }
 
