@@ -13,7 +13,10 @@ import (
 
 // fakeCounters is a daemon's counters as the pipeline and the store give
 // them: show and click, their live windows, and click's history.
-type fakeCounters struct{ hist History }
+type fakeCounters struct {
+	hist History
+	all  bool // every counter has hist, not click alone
+}
 
 func (f fakeCounters) Declared() ([]counter.Counter, []counter.Ratio) {
 	return []counter.Counter{
@@ -36,7 +39,7 @@ func (f fakeCounters) CounterSnapshot(name string) (*logtally.Snapshot, bool) {
 }
 
 func (f fakeCounters) CounterHistory(name string) History {
-	if name == "click" {
+	if name == "click" || f.all && name == "show" {
 		return f.hist
 	}
 	return nil

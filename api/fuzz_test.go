@@ -56,6 +56,7 @@ func fuzzServer() *Server {
 		Status:   func() Status { return Status{Version: "dev", Started: now} },
 		Metrics:  prometheus.NewRegistry(),
 		Now:      func() time.Time { return now },
+		Counters: fakeCounters{hist: clickHistory{}, all: true},
 	})
 }
 
@@ -65,6 +66,41 @@ var routes = map[string][]string{
 	"/api/v1/series": {"GET", "HEAD"}, "/api/v1/status": {"GET", "HEAD"}, "/healthz": {"GET", "HEAD"},
 	"/readyz": {"GET", "HEAD"}, "/metrics": {"GET", "HEAD"}, "/api/v1/events": {"GET"}, "/": {"GET", "HEAD"},
 	"/ui/dashboard.js": {"GET", "HEAD"}, "/ui/dashboard.css": {"GET", "HEAD"}, "/ui/widget.html": {"GET", "HEAD"},
+	"/api/v1/sites": {"GET", "HEAD"}, "/api/v1/counters": {"GET", "HEAD"}, "/api/v1/counters/{name}": {"GET", "HEAD"},
+	"/api/v1/counters/{name}/top": {"GET", "HEAD"}, "/api/v1/ratios/{name}/top": {"GET", "HEAD"},
+}
+
+// route returns the route of routes that path is, and the name it gives
+// ("" for a route without one): a segment of one byte or more.
+func route(path string) (string, string) {
+	for _, r := range []struct{ prefix, suffix string }{{"/api/v1/counters/", ""}, {"/api/v1/counters/", "/top"}, {"/api/v1/ratios/", "/top"}} {
+		rest, ok := strings.CutPrefix(path, r.prefix)
+		if !ok {
+			continue
+		}
+		if name, ok := strings.CutSuffix(rest, r.suffix); ok && name != "" && !strings.Contains(name, "/") {
+			return r.prefix + "{name}" + r.suffix, name
+		}
+	}
+	return path, ""
+}
+
+// unknownName reports whether a request names, in its path or once in its
+// query, a counter, ratio or site that fuzzServer does not have: a 404.
+func unknownName(route, name string, q url.Values) bool {
+	counters := []string{"show", "click"}
+	switch route {
+	case "/api/v1/counters/{name}", "/api/v1/counters/{name}/top":
+		return !contains(counters, name)
+	case "/api/v1/ratios/{name}/top":
+		return name != "ctr"
+	}
+	if c := q["counter"]; len(c) == 1 && route == "/api/v1/series" && !contains(counters, c[0]) {
+		return true
+	}
+	site := q["site"]
+	return len(site) == 1 && site[0] != logtally.DefaultSite &&
+		contains([]string{"/api/v1/stats", "/api/v1/pages", "/api/v1/pages/count", "/api/v1/series"}, route)
 }
 
 // FuzzAPI sends requests of any method, path and query string through
@@ -98,6 +134,8 @@ func FuzzAPI(f *testing.F) {
 		if err != nil || req.RequestURI == "*" {
 			return
 		}
+		// Read before the handlers, which take ?site= and ?counter= off.
+		q, badQuery := url.ParseQuery(req.URL.RawQuery)
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
 		code, body, ct := rec.Code, rec.Body.String(), rec.Header().Get("Content-Type")
@@ -120,8 +158,8 @@ func FuzzAPI(f *testing.F) {
 			}
 		}
 		// The status the request calls for, found without the API's code.
-		_, badQuery := url.ParseQuery(req.URL.RawQuery)
-		methods, routed := routes[req.URL.Path]
+		path, name := route(req.URL.Path)
+		methods, routed := routes[path]
 		switch {
 		case code >= 300 && code < 400 && code != http.StatusNotModified:
 			t.Fatalf("%s %q: %d %s: a redirect", method, target, code, body)
@@ -141,6 +179,7 @@ func FuzzAPI(f *testing.F) {
 			if code != http.StatusMethodNotAllowed {
 				t.Fatalf("%s %q: %d %s, want 405", method, target, code, body)
 			}
+		case code == http.StatusNotFound && unknownName(path, name, q):
 		case code >= 400 && code != http.StatusBadRequest:
 			t.Fatalf("%s %q: %d %s, want 400 or a success", method, target, code, body)
 		}
