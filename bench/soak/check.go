@@ -78,10 +78,15 @@ type result struct {
 	windows                         []windowCheck
 	report                          int64 // total requests of `logtally report --json`
 	reportErr                       error
+	fleet                           *result // -fleet: the fleet database's minutes, compared the same way
+	fleetErr                        error
 }
 
 func (r *result) failed() bool {
 	if r.lost > 0 || r.doubled > 0 || r.other > 0 || r.reportErr != nil || r.report != r.written {
+		return true
+	}
+	if r.fleetErr != nil || r.fleet != nil && (r.fleet.lost > 0 || r.fleet.doubled > 0 || r.fleet.other > 0) {
 		return true
 	}
 	for _, w := range r.windows {
@@ -206,6 +211,9 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 		return r, err
 	}
 	s.compareMinutes(r, ser, byMinute(hits))
+	if s.pgServer != nil {
+		r.fleetErr = s.checkFleet(ctx, d, r, from, to, byMinute(hits))
+	}
 	if err := d.stop(15 * time.Second); err != nil {
 		s.problem("SIGTERM: %v", err)
 	}
@@ -217,7 +225,7 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 func (s *soak) compareWindow(ctx context.Context, name string, hits []hit) windowCheck {
 	var st stats
 	c := windowCheck{name: name}
-	code, err := s.api.get(ctx, "/api/v1/stats", &st)
+	code, err := s.api.get(ctx, s.api.scoped("/api/v1/stats"), &st)
 	if err == nil && code != 200 {
 		err = fmt.Errorf("status %d", code)
 	}
@@ -339,6 +347,16 @@ func (s *soak) print(r *result) int {
 	} else {
 		row("disk full", "%d episodes, commits failed in %d, killed while full in %d", f.diskFull, f.diskFullFailed, f.killedInFull)
 	}
+	if s.pgServer != nil {
+		row("postgres restarts", "%d (stopped as a crash would, while a daemon ran)", f.pgRestarts)
+		switch {
+		case r.fleetErr != nil:
+			row("fleet database", "%v", r.fleetErr)
+		case r.fleet != nil:
+			row("fleet database", "%d lines counted, %d lost, %d doubled, %d minutes with other counts",
+				r.fleet.counted, r.fleet.lost, r.fleet.doubled, r.fleet.other)
+		}
+	}
 	row("unexpected exits", "%d", f.unexpectedExits)
 	row("peak RSS", "%.1f MB (VmHWM, the most of any logtally run)", float64(peak)/1024)
 	row("elapsed", "%s", time.Since(s.began).Round(100*time.Millisecond))
@@ -346,6 +364,12 @@ func (s *soak) print(r *result) int {
 	if len(r.diffs) > 0 {
 		fmt.Fprintln(out, "\nfirst differing minutes (UTC):")
 		for _, d := range r.diffs {
+			fmt.Fprintln(out, "  "+d)
+		}
+	}
+	if r.fleet != nil && len(r.fleet.diffs) > 0 {
+		fmt.Fprintln(out, "\nfirst differing minutes of the fleet database (UTC):")
+		for _, d := range r.fleet.diffs {
 			fmt.Fprintln(out, "  "+d)
 		}
 	}

@@ -138,6 +138,20 @@ func (d *daemon) stop(timeout time.Duration) error {
 type api struct {
 	base   string
 	client *http.Client
+	// scope, if set, is the ?scope= of the stats and series asked for: in
+	// fleet mode the node's own are "node".
+	scope string
+}
+
+func (a *api) scoped(path string) string {
+	if a.scope == "" {
+		return path
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + "scope=" + a.scope
 }
 
 func newAPI(addr string) *api {
@@ -212,8 +226,16 @@ type series struct {
 }
 
 func (a *api) series(ctx context.Context, from, to time.Time) (series, error) {
+	return a.seriesScoped(ctx, from, to, a.scope)
+}
+
+// seriesScoped is series with ?scope=scope, none when empty.
+func (a *api) seriesScoped(ctx context.Context, from, to time.Time, scope string) (series, error) {
 	var s series
 	path := "/api/v1/series?step=1m&from=" + from.UTC().Format(time.RFC3339) + "&to=" + to.UTC().Format(time.RFC3339)
+	if scope != "" {
+		path += "&scope=" + scope
+	}
 	code, err := a.get(ctx, path, &s)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("GET %s: status %d", path, code)

@@ -13,6 +13,7 @@
 //	go run ./bench/soak                  # 10 minutes
 //	go run ./bench/soak -duration 60s    # what CI runs
 //	go run ./bench/soak -seed 42 -keep   # repeat a run's decisions, keep its files
+//	go run ./bench/soak -fleet           # ship to a throwaway PostgreSQL, and restart it
 //
 // It prints each fault as it happens, then a table of lines written,
 // counted, lost and doubled, each fault's count and the daemons' peak RSS,
@@ -62,6 +63,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.window, "window", 10*time.Minute, "the daemons' --window: shorter than -duration, the window's start moves through counted lines")
 	fs.DurationVar(&c.maxUp, "max-up", 0, "longest a daemon runs before it is killed (default: duration/20, from 3s to 20s)")
 	fs.DurationVar(&c.maxDown, "max-down", 2*time.Second, "longest pause between a kill and the restart, besides what is done meanwhile")
+	fs.BoolVar(&c.fleet, "fleet", false, "fleet mode: a throwaway PostgreSQL that every run ships to, stopped and restarted at random "+
+		"(no replays: replay has no fleet mode); the fleet's minutes are compared too")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

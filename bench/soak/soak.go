@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/logtally/logtally/internal/pgtest"
 )
 
 type config struct {
@@ -23,6 +25,7 @@ type config struct {
 	seed                             uint64
 	keep                             bool
 	bin, windowEnd                   string
+	fleet                            bool // ship to a fleet database, and stop and restart it
 }
 
 // faults counts what the soak did to the daemon and its files.
@@ -33,6 +36,7 @@ type faults struct {
 	doubleRotationDowntimes                int
 	replays, replayLines                   int64
 	diskFull, diskFullFailed, killedInFull int
+	pgRestarts                             int
 }
 
 // soak is one run: its files, its daemons and what it did to them.
@@ -46,7 +50,9 @@ type soak struct {
 	disk             *disk // nil when the disk-full fault is skipped
 	daemonLog        *os.File
 	began            time.Time
-	rng              *rand.Rand // the controller's decisions
+	rng              *rand.Rand     // the controller's decisions
+	pgOwner          *pgOwner       // -fleet: the fleet database's owner
+	pgServer         *pgtest.Server // -fleet: the fleet database
 
 	mu                sync.Mutex // guards what the rotation goroutine shares
 	f                 faults
@@ -100,6 +106,9 @@ func run(ctx context.Context, c config, out io.Writer) int {
 }
 
 func (s *soak) cleanup() {
+	if s.pgOwner != nil {
+		s.pgOwner.close()
+	}
 	if s.daemonLog != nil {
 		s.daemonLog.Close()
 	}
@@ -156,6 +165,12 @@ func (s *soak) setup(ctx context.Context) error {
 	}
 	s.addr = "127.0.0.1:" + strconv.Itoa(port)
 	s.api = newAPI(s.addr)
+	if s.cfg.fleet {
+		if err := s.startFleet(); err != nil {
+			return err
+		}
+		s.api.scope = "node" // the node's own counts, which the rest of the checks compare
+	}
 	s.daemonLog, err = os.Create(filepath.Join(s.dir, "daemon.log"))
 	return err
 }
@@ -176,8 +191,12 @@ func (s *soak) logPath() string { return filepath.Join(s.dir, "access.log") }
 
 // runArgs are the arguments of a `logtally run`.
 func (s *soak) runArgs(windowEnd string) []string {
-	return []string{"run", "--db", s.dbPath, "--tz", "UTC", "--listen", s.addr, "--window-end", windowEnd,
-		"--window", s.cfg.window.String(), "--log-level", "warn", s.logPath()}
+	args := []string{"run", "--db", s.dbPath, "--tz", "UTC", "--listen", s.addr, "--window-end", windowEnd,
+		"--window", s.cfg.window.String(), "--log-level", "warn"}
+	if s.cfg.fleet {
+		args = append(args, "--fleet", s.pgServer.URL(), "--node", "soak", "--fleet-refresh", "250ms")
+	}
+	return append(args, s.logPath())
 }
 
 // start starts a daemon with the run's --window-end.
@@ -360,6 +379,18 @@ func (s *soak) lives(ctx context.Context) (*daemon, error) {
 		if killInFull {
 			up = 0
 		}
+		if s.pgServer != nil && up > 0 && (life == 1 || s.rng.IntN(3) == 0) {
+			// The fleet database goes away while the daemon runs.
+			before := s.randDuration(0, up/2)
+			if err := sleep(ctx, before); err != nil {
+				return d, err
+			}
+			down := s.randDuration(500*time.Millisecond, 3*time.Second)
+			if err := s.restartFleet(ctx, down); err != nil {
+				return d, err
+			}
+			up = max(up-before-down, 0)
+		}
 		if left := time.Until(deadline); up >= left {
 			if err := sleep(ctx, left); err != nil {
 				return d, err
@@ -429,7 +460,9 @@ func (s *soak) downtime(ctx context.Context, life int) error {
 			s.say("gzip %d rotated files from .%d on (daemon down)", n, from)
 		}
 	}
-	if first || s.rng.IntN(3) == 0 {
+	// replay has no fleet mode: what it counts would never reach the fleet
+	// database (README, Fleet mode), so a fleet soak does not replay.
+	if s.pgServer == nil && (first || s.rng.IntN(3) == 0) {
 		if err := s.replay(ctx, s.rng.IntN(2) == 0); err != nil {
 			return err
 		}

@@ -59,9 +59,24 @@ var defaultSettings = []string{
 // fails: the machine may be shared and slow, but not this slow.
 const startTimeout = 60 * time.Second
 
+// T is what a Server needs of whoever owns it: a test's testing.TB, or a
+// program's stand-in (bench/soak runs one outside any test).
+type T interface {
+	Helper()
+	TempDir() string
+	Cleanup(func())
+	Skipf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	Failed() bool
+}
+
+var _ T = testing.TB(nil)
+
 // Server is a running (or stopped) test PostgreSQL server.
 type Server struct {
-	tb       testing.TB
+	tb       T
 	bin      string // directory of initdb and postgres
 	dir      string // holds data/ and log
 	sockDir  string
@@ -80,7 +95,7 @@ type Server struct {
 // returns it; it is stopped when the test ends. settings are extra server
 // settings as "name=value", applied after the defaults. Start skips the
 // test if PostgreSQL is not installed.
-func Start(tb testing.TB, settings ...string) *Server {
+func Start(tb T, settings ...string) *Server {
 	tb.Helper()
 	bin, err := findBin()
 	if err != nil {

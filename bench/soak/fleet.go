@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/logtally/logtally/internal/pgtest"
+)
+
+// pgOwner stands in for a test as the owner of the soak's PostgreSQL
+// (pgtest.T): its files go in the soak's directory, and what would fail a
+// test ends the run with an error (pgFailure, recovered by pg).
+type pgOwner struct {
+	dir      string
+	out      io.Writer
+	cleanups []func()
+	failed   bool
+}
+
+// pgFailure is what a Fatalf or Skipf of pgtest panics with.
+type pgFailure struct{ msg string }
+
+func (o *pgOwner) Helper() {}
+
+func (o *pgOwner) TempDir() string {
+	d, err := os.MkdirTemp(o.dir, "pg")
+	if err != nil {
+		panic(pgFailure{err.Error()})
+	}
+	return d
+}
+
+func (o *pgOwner) Cleanup(f func())                 { o.cleanups = append(o.cleanups, f) }
+func (o *pgOwner) Skipf(format string, args ...any) { panic(pgFailure{fmt.Sprintf(format, args...)}) }
+func (o *pgOwner) Fatalf(format string, args ...any) {
+	o.failed = true
+	panic(pgFailure{fmt.Sprintf(format, args...)})
+}
+func (o *pgOwner) Errorf(format string, args ...any) {
+	o.failed = true
+	fmt.Fprintf(o.out, "soak: postgres: %s\n", fmt.Sprintf(format, args...))
+}
+func (o *pgOwner) Logf(format string, args ...any) { fmt.Fprintf(o.out, format+"\n", args...) }
+func (o *pgOwner) Failed() bool                    { return o.failed }
+
+// close runs the cleanups, the last registered first, as a test's are.
+func (o *pgOwner) close() {
+	for i := len(o.cleanups) - 1; i >= 0; i-- {
+		o.cleanups[i]()
+	}
+	o.cleanups = nil
+}
+
+// pg runs f, one of pgtest's calls, and returns what it would have failed
+// a test with.
+func pg(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if pf, ok := r.(pgFailure); ok {
+				err = fmt.Errorf("postgres: %s", pf.msg)
+				return
+			}
+			panic(r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// startFleet starts the run's fleet database, for -fleet.
+func (s *soak) startFleet() error {
+	if err := pgtest.Available(); err != nil {
+		return fmt.Errorf("-fleet needs the PostgreSQL server (apt-get install postgresql): %v", err)
+	}
+	s.pgOwner = &pgOwner{dir: s.dir, out: s.out}
+	if err := pg(func() { s.pgServer = pgtest.Start(s.pgOwner) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "soak: fleet database on 127.0.0.1:%d; every run ships to it as node soak\n", s.pgServer.Port())
+	return nil
+}
+
+// restartFleet stops the fleet database as a crash would, keeps it down
+// for down, and starts it again on the same data and port: the daemon's
+// commits wait in its outbox meanwhile.
+func (s *soak) restartFleet(ctx context.Context, down time.Duration) error {
+	if err := pg(s.pgServer.StopImmediate); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.f.pgRestarts++
+	s.mu.Unlock()
+	s.say("postgres stopped (immediate) for %s", down.Round(time.Millisecond))
+	sleep(ctx, down)
+	return pg(s.pgServer.Restart)
+}
+
+// fleetStatus is what /api/v1/status says of fleet mode.
+type fleetStatus struct {
+	Fleet *struct {
+		State          string `json:"state"`
+		PendingBatches int64  `json:"pending_batches"`
+	} `json:"fleet"`
+}
+
+// checkFleet waits until the running daemon has shipped its whole outbox,
+// then compares every minute the fleet database holds with the truth, as
+// the node's own are.
+func (s *soak) checkFleet(ctx context.Context, d *daemon, r *result, from, to time.Time, truth map[int64]counts) error {
+	shipped := waitFor(ctx, d, 60*time.Second, func() bool {
+		var st fleetStatus
+		code, err := s.api.get(ctx, "/api/v1/status", &st)
+		return err == nil && code == 200 && st.Fleet != nil && st.Fleet.State == "shipping" && st.Fleet.PendingBatches == 0
+	})
+	if !shipped {
+		return fmt.Errorf("the outbox was not shipped to the fleet database within 60s")
+	}
+	ser, err := s.api.seriesScoped(ctx, from, to, "fleet")
+	if err != nil {
+		return err
+	}
+	// The fleet's series carry no bytes (README, Fleet mode: what is exact).
+	noBytes := make(map[int64]counts, len(truth))
+	for m, c := range truth {
+		c.bytes = 0
+		noBytes[m] = c
+	}
+	f := &result{}
+	s.compareMinutes(f, ser, noBytes)
+	r.fleet = f
+	return nil
+}
