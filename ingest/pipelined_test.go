@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/logtally/logtally"
-	"github.com/logtally/logtally/classify"
-	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
-	"github.com/logtally/logtally/window"
 )
 
 // TestPipelinedReplayEqualsSerial is the property that makes Replay's
@@ -75,26 +71,7 @@ func randomChunks(rng *rand.Rand) []tailer.Chunk {
 // the windows and committed before the next.
 func replayInto(t *testing.T, chunks []tailer.Chunk, pipelined bool, flushLines int) *storage.Store {
 	t.Helper()
-	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"}, func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	format, err := parser.Config{Format: `$host $remote_addr [$time_local] "$request" $status $body_bytes_sent`, SiteField: "$host"}.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules := classify.DefaultConfig()
-	rules.NoUserAgent = true
-	classifier, err := classify.New(rules, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Anchor: AnchorLog, ByField: true, NoWindow: pipelined, FlushLines: flushLines}
-	p := mustNew(t, cfg, Deps{Format: format, Classifier: classifier, Store: s, Now: func() time.Time { return t0 },
-		NewWindow: func(site string, end time.Time) (*window.Window, error) {
-			return window.New(window.DefaultConfig(), end), nil
-		}})
+	p, s := sitePipeline(t, Config{NoWindow: pipelined, FlushLines: flushLines})
 	if pipelined {
 		in := make(chan tailer.Chunk, len(chunks))
 		for _, c := range chunks {
