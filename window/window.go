@@ -205,7 +205,6 @@ func New(cfg Config, now time.Time) *Window {
 		length:      n,
 		skew:        skew,
 		now:         now.Unix(),
-		slots:       make([]slot, n),
 		paths:       newPathTable(cfg.MaxPaths),
 		maxVisitors: cfg.MaxVisitors,
 		pages:       cfg.Pages,
@@ -214,9 +213,6 @@ func New(cfg Config, now time.Time) *Window {
 
 		minStaleVisitors: minStaleVisitors,
 		minStaleRefs:     max(cfg.MaxPaths, minStaleRefs),
-	}
-	for s := w.now - n + 1; s <= w.now; s++ {
-		w.slots[w.index(s)].sec = s
 	}
 	for i := range w.future {
 		w.future[i].sec = -1
@@ -227,6 +223,19 @@ func New(cfg Config, now time.Time) *Window {
 }
 
 func (w *Window) index(sec int64) int { return mod(sec, w.length) }
+
+// slot returns the slot of second sec. The slots are made on first use: a
+// window that never counts anything (a quiet site's, of a thousand) costs
+// a few kB rather than a slot for each of its seconds.
+func (w *Window) slot(sec int64) *slot {
+	if w.slots == nil {
+		w.slots = make([]slot, w.length)
+		for s := w.now - w.length + 1; s <= w.now; s++ {
+			w.slots[w.index(s)].sec = s
+		}
+	}
+	return &w.slots[w.index(sec)]
+}
 
 // mod is sec modulo n, from 0 to n-1 also for seconds before 1970.
 func mod(sec, n int64) int {
@@ -261,13 +270,13 @@ func (w *Window) MaxSkew() time.Duration { return time.Duration(w.skew) * time.S
 // Reject counts a rejected line in the window's current second: a line that
 // did not parse has no second of its own.
 func (w *Window) Reject() {
-	w.slots[w.index(w.now)].rejected++
+	w.slot(w.now).rejected++
 	w.rejected++
 	w.changed = true
 }
 
 func (w *Window) add(sec int64, pageView bool, visitor uint64, path []byte) {
-	s := &w.slots[w.index(sec)]
+	s := w.slot(sec)
 	s.requests++
 	w.requests++
 	w.changed = true
@@ -381,7 +390,7 @@ func (w *Window) compactRefs() {
 	block := max(w.length/10, 1)
 	current := int64(-1)
 	for sec := w.Start(); sec <= w.now; sec++ {
-		s := &w.slots[w.index(sec)]
+		s := w.slot(sec)
 		if b := (sec - int64(mod(sec, block))) / block; b != current || first == nil {
 			if first != nil {
 				flush()
@@ -466,7 +475,7 @@ func (w *Window) Seed(sec, requests, pageviews int64, visitors []uint64, paths m
 	if sec <= w.now-w.length {
 		return
 	}
-	s := &w.slots[w.index(sec)]
+	s := w.slot(sec)
 	s.requests += requests
 	w.requests += requests
 	s.pageviews += pageviews
@@ -490,7 +499,7 @@ func (w *Window) SeedRejected(sec, n int64) {
 	if sec <= w.now-w.length || n <= 0 {
 		return
 	}
-	w.slots[w.index(sec)].rejected += n
+	w.slot(sec).rejected += n
 	w.rejected += n
 	w.changed = true
 }
@@ -504,7 +513,7 @@ func (w *Window) Advance(now time.Time) {
 		return
 	}
 	from := max(w.now+1, to-w.length+1)
-	for sec := from; sec <= to; sec++ {
+	for sec := from; w.slots != nil && sec <= to; sec++ {
 		s := &w.slots[w.index(sec)]
 		w.evict(s)
 		s.sec = sec
