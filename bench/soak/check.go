@@ -348,7 +348,8 @@ func (s *soak) print(r *result) int {
 		row("disk full", "%d episodes, commits failed in %d, killed while full in %d", f.diskFull, f.diskFullFailed, f.killedInFull)
 	}
 	if s.pgServer != nil {
-		row("postgres restarts", "%d (stopped as a crash would, while a daemon ran)", f.pgRestarts)
+		row("postgres restarts", "%d (stopped as a crash would, while a daemon ran); status said retrying in %d, outbox grew in %d",
+			f.pgRestarts, f.pgRetrying, f.pgOutboxGrew)
 		switch {
 		case r.fleetErr != nil:
 			row("fleet database", "%v", r.fleetErr)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,10 +71,14 @@ func pg(f func()) (err error) {
 	return nil
 }
 
+// errNoPostgres is why a -fleet run cannot start: the PostgreSQL server
+// is not installed. The soak exits with 2 on it, not 1: nothing was soaked.
+var errNoPostgres = errors.New("-fleet needs the PostgreSQL server (apt-get install postgresql); fleet mode not soaked")
+
 // startFleet starts the run's fleet database, for -fleet.
 func (s *soak) startFleet() error {
 	if err := pgtest.Available(); err != nil {
-		return fmt.Errorf("-fleet needs the PostgreSQL server (apt-get install postgresql): %v", err)
+		return fmt.Errorf("%w: %v", errNoPostgres, err)
 	}
 	s.pgOwner = &pgOwner{dir: s.dir, out: s.out}
 	if err := pg(func() { s.pgServer = pgtest.Start(s.pgOwner) }); err != nil {
@@ -90,12 +95,43 @@ func (s *soak) restartFleet(ctx context.Context, down time.Duration) error {
 	if err := pg(s.pgServer.StopImmediate); err != nil {
 		return err
 	}
+	s.say("postgres stopped (immediate) for %s", down.Round(time.Millisecond))
+	retrying, grew := s.watchOutage(ctx, down)
 	s.mu.Lock()
 	s.f.pgRestarts++
+	if retrying {
+		s.f.pgRetrying++
+	}
+	if grew {
+		s.f.pgOutboxGrew++
+	}
 	s.mu.Unlock()
-	s.say("postgres stopped (immediate) for %s", down.Round(time.Millisecond))
-	sleep(ctx, down)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	return pg(s.pgServer.Restart)
+}
+
+// watchOutage polls /api/v1/status while the fleet database is down, for
+// down, and reports whether the daemon said it was retrying and whether its
+// outbox grew meanwhile (commits go on without the fleet database). Both
+// are counted, not required: a daemon that is still connecting, or whose
+// next shipment falls after the restart, says neither, and is not wrong.
+func (s *soak) watchOutage(ctx context.Context, down time.Duration) (retrying, grew bool) {
+	end := time.Now().Add(down)
+	first := int64(-1)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		var st fleetStatus
+		if code, err := s.api.get(ctx, "/api/v1/status", &st); err == nil && code == 200 && st.Fleet != nil {
+			retrying = retrying || st.Fleet.State == "retrying"
+			if first < 0 {
+				first = st.Fleet.PendingBatches
+			}
+			grew = grew || st.Fleet.PendingBatches > first
+		}
+		sleep(ctx, min(100*time.Millisecond, time.Until(end)))
+	}
+	return retrying, grew
 }
 
 // fleetStatus is what /api/v1/status says of fleet mode.

@@ -18,7 +18,8 @@
 // It prints each fault as it happens, then a table of lines written,
 // counted, lost and doubled, each fault's count and the daemons' peak RSS,
 // and exits with 1 on any loss, double count or other difference (printing
-// the first differing minutes), 2 on a bad flag.
+// the first differing minutes), 2 on a bad flag or on -fleet without
+// PostgreSQL installed.
 package main
 
 import (

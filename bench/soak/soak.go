@@ -36,7 +36,7 @@ type faults struct {
 	doubleRotationDowntimes                int
 	replays, replayLines                   int64
 	diskFull, diskFullFailed, killedInFull int
-	pgRestarts                             int
+	pgRestarts, pgRetrying, pgOutboxGrew   int
 }
 
 // soak is one run: its files, its daemons and what it did to them.
@@ -93,6 +93,9 @@ func run(ctx context.Context, c config, out io.Writer) int {
 	defer s.cleanup()
 	if err := s.setup(ctx); err != nil {
 		fmt.Fprintln(out, "soak:", err)
+		if errors.Is(err, errNoPostgres) {
+			return 2
+		}
 		return 1
 	}
 	r, err := s.soak(ctx)
