@@ -33,6 +33,9 @@ type Hit struct {
 type PageCount struct {
 	Path      string `json:"path"`
 	PageViews int64  `json:"pageviews"`
+	// Visitors is the path's distinct visitors, where they are counted
+	// per path: a named counter's window, whose paths are keys.
+	Visitors int64 `json:"visitors,omitempty"`
 }
 
 // PathCount is a path's stored page views on one day and in all.

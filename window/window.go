@@ -43,6 +43,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,10 @@ type Config struct {
 	// logtally.MaxPages if zero. A counter's window, whose paths are keys,
 	// carries them all.
 	Pages int
+	// PathVisitors counts the distinct visitors of each path, exactly (a
+	// named counter's visitors per key): a pair of path and visitor per
+	// page view, kept while it is in the window.
+	PathVisitors bool
 }
 
 // DefaultConfig returns the documented defaults: what the flags start at,
@@ -152,9 +157,15 @@ type Window struct {
 	// is exact for seconds from exactSince on.
 	maxVisitors int
 	pages       int // top paths a snapshot carries
-	visitors    map[uint64]int64
-	sketch      *sketch
-	exactSince  int64
+
+	// With Config.PathVisitors: each pair of path and visitor in the
+	// window (a hash of both) -> its latest second and its path's hash,
+	// and each path's distinct visitors, by the path's hash.
+	pairs        map[uint64]pairState
+	pathVisitors map[uint64]int64
+	visitors     map[uint64]int64
+	sketch       *sketch
+	exactSince   int64
 
 	future []future // held hits, one ring slot per second after now
 
@@ -174,6 +185,7 @@ type Window struct {
 }
 
 type slot struct {
+	pairs     []uint64 // PathVisitors: the pairs whose latest page view was in this second
 	sec       int64
 	requests  int64
 	pageviews int64
@@ -216,6 +228,9 @@ func New(cfg Config, now time.Time) *Window {
 	}
 	for i := range w.future {
 		w.future[i].sec = -1
+	}
+	if cfg.PathVisitors {
+		w.pairs, w.pathVisitors = make(map[uint64]pairState), make(map[uint64]int64)
 	}
 	w.changed = true
 	w.Publish()
@@ -287,6 +302,62 @@ func (w *Window) add(sec int64, pageView bool, visitor uint64, path []byte) {
 	w.pageviews++
 	w.addVisitor(s, visitor)
 	w.addPath(s, path, 1)
+	if w.pairs != nil {
+		w.addPair(s, pathHash(path), visitor)
+	}
+}
+
+// pairState is what the window keeps of a pair of path and visitor.
+type pairState struct {
+	sec  int64  // the pair's latest page view
+	path uint64 // the path's hash
+}
+
+// pathHash is a path's hash, as pairs and pathVisitors know it.
+func pathHash(path []byte) uint64 { return maphash.Bytes(pathSeed, path) }
+
+var pathSeed = maphash.MakeSeed()
+
+// addPair counts a page view of a path (by its hash) by visitor v in
+// slot s: a pair seen for the first time in the window adds a visitor to
+// its path; a later page view moves the pair's latest second.
+func (w *Window) addPair(s *slot, path, v uint64) {
+	k := pairKey(path, v)
+	st, ok := w.pairs[k]
+	if ok && st.sec >= s.sec {
+		return
+	}
+	if !ok {
+		w.pathVisitors[path]++
+	}
+	w.pairs[k] = pairState{sec: s.sec, path: path}
+	s.pairs = append(s.pairs, k)
+}
+
+// pairKey mixes a path's hash with a visitor's into a pair's.
+func pairKey(path, v uint64) uint64 {
+	h := path ^ (v * 0x9e3779b97f4a7c15)
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>32
+}
+
+// SeedPairs adds pairs of path and visitor stored with second sec, as
+// Seed adds its counts: a restart keeps each path's distinct visitors.
+// The page views are Seed's; only the pairs are added here.
+func (w *Window) SeedPairs(sec int64, pairs map[string][]uint64) {
+	sec = min(sec, w.now)
+	if w.pairs == nil || sec <= w.now-w.length {
+		return
+	}
+	s := w.slot(sec)
+	for p, vs := range pairs {
+		h := pathHash([]byte(p))
+		for _, v := range vs {
+			w.addPair(s, h, v)
+		}
+	}
+	w.changed, w.paths.changed = true, true
 }
 
 func (w *Window) addVisitor(s *slot, v uint64) {
@@ -546,7 +617,7 @@ func (w *Window) release(sec int64) {
 
 // evict subtracts a slot's counts from the totals and empties it.
 func (w *Window) evict(s *slot) {
-	if s.requests == 0 && s.rejected == 0 && len(s.visitors) == 0 && len(s.paths) == 0 {
+	if s.requests == 0 && s.rejected == 0 && len(s.visitors) == 0 && len(s.paths) == 0 && len(s.pairs) == 0 {
 		return
 	}
 	w.requests -= s.requests
@@ -563,6 +634,15 @@ func (w *Window) evict(s *slot) {
 	for _, r := range s.paths {
 		w.paths.remove(r)
 	}
+	for _, k := range s.pairs {
+		if st := w.pairs[k]; st.sec == s.sec {
+			delete(w.pairs, k)
+			if w.pathVisitors[st.path]--; w.pathVisitors[st.path] <= 0 {
+				delete(w.pathVisitors, st.path)
+			}
+		}
+	}
+	s.pairs = s.pairs[:0]
 	s.requests, s.pageviews, s.rejected = 0, 0, 0
 	s.visitors = s.visitors[:0]
 	s.paths = s.paths[:0]
@@ -594,6 +674,11 @@ func (w *Window) Publish() {
 	} else {
 		s.Pages = w.paths.top(w.pages)
 		w.paths.changed = false
+		if w.pathVisitors != nil {
+			for i := range s.Pages {
+				s.Pages[i].Visitors = w.pathVisitors[pathHash([]byte(s.Pages[i].Path))]
+			}
+		}
 	}
 	switch {
 	case w.sketch != nil:
