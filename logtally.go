@@ -147,6 +147,9 @@ type Second struct {
 	PageViews int64
 	Visitors  []uint64 // sorted, distinct
 	Paths     map[string]int64
+	// PathVisitors, for a named counter's site, is each path's visitors
+	// in the second: what restores its distinct visitors per key.
+	PathVisitors map[string][]uint64
 }
 
 // Point is one step of a series.

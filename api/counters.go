@@ -148,6 +148,8 @@ type KeyCount struct {
 	Window int64  `json:"window"`
 	Today  int64  `json:"today"`
 	Total  int64  `json:"total"`
+	// WindowVisitors is the key's distinct visitors in the live window.
+	WindowVisitors int64 `json:"window_visitors"`
 }
 
 // counterKeys answers GET /api/v1/counters/NAME?key=K&key=K.
@@ -182,13 +184,14 @@ func (s *Server) counterKeys(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	live := make(map[string]int64, len(snap.Pages))
+	live := make(map[string]logtally.PageCount, len(snap.Pages))
 	for _, p := range snap.Pages {
-		live[p.Path] = p.PageViews
+		live[p.Path] = p
 	}
 	body := KeyCounts{Counter: name, Keys: make([]KeyCount, len(counts))}
 	for i, c := range counts {
-		body.Keys[i] = KeyCount{Key: c.Path, Window: live[c.Path], Today: c.Day, Total: c.Total}
+		w := live[c.Path]
+		body.Keys[i] = KeyCount{Key: c.Path, Window: w.PageViews, WindowVisitors: w.Visitors, Today: c.Day, Total: c.Total}
 	}
 	writeJSON(w, http.StatusOK, body)
 }
@@ -210,6 +213,9 @@ type KeysBody struct {
 type KeyItem struct {
 	Key   string `json:"key"`
 	Count int64  `json:"count"`
+	// Visitors is the key's distinct visitors, in the live window's
+	// answer only.
+	Visitors int64 `json:"visitors,omitempty"`
 }
 
 // counterTop answers GET /api/v1/counters/NAME/top?limit=N[&from&to].
@@ -235,7 +241,7 @@ func (s *Server) counterTop(w http.ResponseWriter, r *http.Request) {
 		body.KeptFrom = ranged.keptFrom
 	}
 	for _, p := range pages[:min(limit, len(pages))] {
-		body.Items = append(body.Items, KeyItem{Key: p.Path, Count: p.PageViews})
+		body.Items = append(body.Items, KeyItem{Key: p.Path, Count: p.PageViews, Visitors: p.Visitors})
 	}
 	writeJSON(w, http.StatusOK, body)
 }

@@ -33,7 +33,8 @@ func (f fakeCounters) CounterSnapshot(name string) (*logtally.Snapshot, bool) {
 			{Path: "a", PageViews: 300}, {Path: "b", PageViews: 200}, {Path: "c", PageViews: 100}, {Path: "d", PageViews: 10}}}, true
 	case "click":
 		return &logtally.Snapshot{Length: time.Minute, Requests: 76, Visitors: 9, Pages: []logtally.PageCount{
-			{Path: "b", PageViews: 40}, {Path: "a", PageViews: 30}, {Path: "d", PageViews: 5}, {Path: "c", PageViews: 1}}}, true
+			{Path: "b", PageViews: 40, Visitors: 12}, {Path: "a", PageViews: 30, Visitors: 9}, {Path: "d", PageViews: 5, Visitors: 5},
+			{Path: "c", PageViews: 1, Visitors: 1}}}, true
 	}
 	return nil, false
 }
@@ -75,11 +76,11 @@ func TestCounterEndpoints(t *testing.T) {
 		want   string // the body, or a part of it for errors
 	}{
 		{s, "/api/v1/counters", 200, `{"counters":[{"name":"show","methods":["GET"],"pattern":"/thumb/{id}.jpg","status":"","captures":["id"],"window":{"count":610,"visitors":40,"keys":4}},{"name":"click","methods":["GET"],"pattern":"/watch/{id}","status":"2xx","captures":["id"],"window":{"count":76,"visitors":9,"keys":4}}],"ratios":[{"name":"ctr","numerator":"click","denominator":"show","window":{"numerator":76,"denominator":610,"ratio":0.12459016393442623}}]}`},
-		{s, "/api/v1/counters/click?key=b&key=zz", 200, `{"counter":"click","keys":[{"key":"b","window":40,"today":7,"total":70},{"key":"zz","window":0,"today":14,"total":140}]}`},
+		{s, "/api/v1/counters/click?key=b&key=zz", 200, `{"counter":"click","keys":[{"key":"b","window":40,"today":7,"total":70,"window_visitors":12},{"key":"zz","window":0,"today":14,"total":140,"window_visitors":0}]}`},
 		{s, "/api/v1/counters/show?key=a", 503, "not stored yet"},
 		{s, "/api/v1/counters/click", 400, "key"},
 		{s, "/api/v1/counters/nosuch?key=a", 404, "no counter"},
-		{s, "/api/v1/counters/click/top?limit=2", 200, `{"counter":"click","from":"0001-01-01T00:00:00Z","to":"0001-01-01T00:00:00Z","window_seconds":60,"items":[{"key":"b","count":40},{"key":"a","count":30}]}`},
+		{s, "/api/v1/counters/click/top?limit=2", 200, `{"counter":"click","from":"0001-01-01T00:00:00Z","to":"0001-01-01T00:00:00Z","window_seconds":60,"items":[{"key":"b","count":40,"visitors":12},{"key":"a","count":30,"visitors":9}]}`},
 		{s, "/api/v1/counters/click/top?limit=1&from=2026-11-20&to=2026-11-21", 200, `"exact":true,"items":[{"key":"x","count":9}],"other":0}`},
 		{s, "/api/v1/counters/click/top?from=2026-11-20", 400, "both from and to"},
 		// By ratio, then by denominator: b 0.2 (200), a 0.1 (300), c 0.01; d has 10 shows.

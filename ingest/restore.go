@@ -89,6 +89,7 @@ func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) 
 	for _, sec := range seconds {
 		if sec.Time <= end.Unix() {
 			w.Seed(sec.Time, sec.Requests, sec.PageViews, sec.Visitors, sec.Paths)
+			w.SeedPairs(sec.Time, sec.PathVisitors) // a named counter's visitors per key
 		}
 		m := logtally.FloorDiv(sec.Time, 60) * 60
 		c := checkpointed[m]

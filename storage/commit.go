@@ -180,6 +180,24 @@ func (s *Site) commit(tx *bolt.Tx, b *logtally.Batch) (*logChange, logtally.Kept
 	return ch, kept, err
 }
 
+// secondPairs returns each path's distinct visitors in a second's delta,
+// sorted: its page views' paths and visitors, index by index.
+func secondPairs(d *logtally.Delta, names []string) map[string][]uint64 {
+	if len(d.Views) == 0 || len(d.Views) != len(d.Visitors) {
+		return nil
+	}
+	pairs := make(map[string][]uint64)
+	for i, id := range d.Views {
+		p := names[id]
+		pairs[p] = append(pairs[p], d.Visitors[i])
+	}
+	for p, vs := range pairs {
+		slices.Sort(vs)
+		pairs[p] = slices.Compact(vs)
+	}
+	return pairs
+}
+
 // advanceFloors moves the newest line stored to the newest of a batch's
 // minutes with a request, and returns the retention floors that follow.
 func (s *Site) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.Delta) (floors, error) {
@@ -344,11 +362,26 @@ func getUvarint(b []byte) uint64 {
 func (s *Site) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
 	sb := s.bucket(tx, bucketSeconds)
 	sc := &s.st.scratch
+	counter := logtally.IsCounterSite(s.name) // keeps its pairs: see second.Pairs
 	for sec, d := range b.Seconds() {
 		if sec < b.WindowStart() {
 			continue
 		}
-		prepare(d, sc)
+		var pairs map[string][]uint64
+		visitors := d.Visitors
+		if counter {
+			// The pairs of path and visitor are the delta's, index by
+			// index: they are read before anything sorts, and its visitors
+			// are sorted in a copy, so that a commit tried again reads
+			// them the same.
+			pairs = secondPairs(d, b.Paths())
+			visitors = slices.Clone(d.Visitors)
+			sortHashes(visitors, sc)
+			visitors = slices.Compact(visitors)
+		} else {
+			prepare(d, sc)
+			visitors = d.Visitors
+		}
 		for _, id := range d.Views {
 			sc.pages.add(id, 1)
 		}
@@ -360,10 +393,10 @@ func (s *Site) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
 			if err := o.decode(old); err != nil {
 				return fmt.Errorf("second %d: %w", sec, err)
 			}
-			o.merge(d, sc.top)
+			o.merge(d, visitors, sc.top, pairs)
 			v = o.encode(&sc.values)
 		} else {
-			v = encodeSecond(&sc.values, d.Requests, d.PageViews, d.Visitors, sc.top)
+			v = encodeSecond(&sc.values, d.Requests, d.PageViews, visitors, sc.top, pairs)
 		}
 		if err := sb.Put(key, v); err != nil {
 			return err

@@ -248,7 +248,7 @@ func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 				return fmt.Errorf("second %x: %w", k, err)
 			}
 			out = append(out, logtally.Second{Time: int64(binary.BigEndian.Uint64(k)), Requests: sec.Requests,
-				PageViews: sec.PageViews, Visitors: sec.Visitors, Paths: sec.Paths})
+				PageViews: sec.PageViews, Visitors: sec.Visitors, Paths: sec.Paths, PathVisitors: sec.Pairs})
 		}
 		return nil
 	})

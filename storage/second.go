@@ -24,13 +24,24 @@ type second struct {
 	PageViews int64
 	Visitors  []uint64 // sorted, distinct
 	Paths     map[string]int64
+	// Pairs, for a named counter's site, are each path's visitors in the
+	// second (distinct), so that a restart restores distinct visitors per
+	// key; nil for other sites.
+	Pairs map[string][]uint64
 }
 
-// merge adds a prepared delta and its page views per path to v.
-func (v *second) merge(d *logtally.Delta, paths []logtally.PageCount) {
+// merge adds a delta (its visitors sorted and distinct, in visitors), its
+// page views per path and its pairs to v.
+func (v *second) merge(d *logtally.Delta, visitors []uint64, paths []logtally.PageCount, pairs map[string][]uint64) {
 	v.Requests += d.Requests
 	v.PageViews += d.PageViews
-	v.Visitors = mergeSorted(v.Visitors, d.Visitors)
+	v.Visitors = mergeSorted(v.Visitors, visitors)
+	for p, vs := range pairs {
+		if v.Pairs == nil {
+			v.Pairs = make(map[string][]uint64, len(pairs))
+		}
+		v.Pairs[p] = mergeSorted(v.Pairs[p], vs)
+	}
 	if v.Paths == nil {
 		v.Paths = make(map[string]int64, len(paths))
 	}
@@ -44,20 +55,30 @@ func (v *second) encode(a *arena) []byte {
 	for p, n := range v.Paths {
 		paths = append(paths, logtally.PageCount{Path: p, PageViews: n})
 	}
-	return encodeSecond(a, v.Requests, v.PageViews, v.Visitors, paths)
+	return encodeSecond(a, v.Requests, v.PageViews, v.Visitors, paths, v.Pairs)
 }
 
 // encodeSecond lays a second out as: version; uvarint requests, page views;
 // uvarint n, n x uint64 visitor (sorted, distinct); uvarint n, n x (uvarint
-// length, path, uvarint views), paths distinct and in no particular order.
+// length, path, uvarint views), paths distinct and in no particular order;
+// and only when there are pairs (a named counter's site): uvarint n, n x
+// (uvarint length, path, uvarint k, k x uint64 visitor, sorted).
 // Sorting the paths of every second would cost more than the rest of its
 // encoding, and nothing reads them in order.
-func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []logtally.PageCount) []byte {
+func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []logtally.PageCount,
+	pairs map[string][]uint64) []byte {
 	if len(paths) > MaxSecondPaths {
 		splitTop(paths, MaxSecondPaths)
 		paths = paths[:MaxSecondPaths]
 	}
-	b := a.alloc(1 + 3*binary.MaxVarintLen64 + 8*len(visitors) + pathListSize(paths))
+	size := 1 + 3*binary.MaxVarintLen64 + 8*len(visitors) + pathListSize(paths)
+	if len(pairs) > 0 {
+		size += binary.MaxVarintLen64
+		for p, vs := range pairs {
+			size += 2*binary.MaxVarintLen64 + len(p) + 8*len(vs)
+		}
+	}
+	b := a.alloc(size)
 	b = append(b, recordEncoding)
 	b = binary.AppendUvarint(b, uint64(requests))
 	b = binary.AppendUvarint(b, uint64(pageviews))
@@ -65,7 +86,20 @@ func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths 
 	for _, h := range visitors {
 		b = binary.BigEndian.AppendUint64(b, h)
 	}
-	return appendPathList(b, paths)
+	b = appendPathList(b, paths)
+	if len(pairs) == 0 {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(pairs)))
+	for p, vs := range pairs {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = binary.BigEndian.AppendUint64(b, v)
+		}
+	}
+	return b
 }
 
 func (v *second) decode(b []byte) error {
@@ -86,6 +120,23 @@ func (v *second) decode(b []byte) error {
 	paths := d.listLen()
 	v.Paths = make(map[string]int64, paths)
 	d.entries(paths, func(p []byte, n int64) { v.Paths[string(p)] = n })
+	if d.err == nil && len(d.b) > 0 {
+		n := d.listLen()
+		v.Pairs = make(map[string][]uint64, n)
+		for range n {
+			p := d.bytes()
+			k := d.uvarint()
+			if d.err != nil || k > uint64(len(d.b))/8 {
+				return fmt.Errorf("second pairs: %w", ErrCorrupt)
+			}
+			vs := make([]uint64, k)
+			for i := range vs {
+				vs[i] = binary.BigEndian.Uint64(d.b[8*i:])
+			}
+			d.b = d.b[8*k:]
+			v.Pairs[string(p)] = vs
+		}
+	}
 	if d.err != nil || len(d.b) != 0 {
 		return fmt.Errorf("second: %w", ErrCorrupt)
 	}

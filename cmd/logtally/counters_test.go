@@ -23,8 +23,10 @@ import (
 type counterTruth struct {
 	lines         int64
 	shows, clicks map[string]int64 // by item, in the window (every line is)
-	today         map[string][2]int64
-	day           string // the UTC day of "today"
+	// visitors holds each item's distinct clients, of shows and of clicks.
+	visitors [2]map[string]map[string]bool
+	today    map[string][2]int64
+	day      string // the UTC day of "today"
 }
 
 // counterLog writes a log of shows and clicks of 10,000 items over the
@@ -36,7 +38,13 @@ func counterLog(t *testing.T, path string) counterTruth {
 	now := time.Now().UTC()
 	start := now.Add(-9 * time.Minute)
 	truth := counterTruth{lines: 120_000, shows: map[string]int64{}, clicks: map[string]int64{}, today: map[string][2]int64{},
-		day: now.Format(time.DateOnly)}
+		day: now.Format(time.DateOnly), visitors: [2]map[string]map[string]bool{{}, {}}}
+	visit := func(col int, key, ip string) {
+		if truth.visitors[col][key] == nil {
+			truth.visitors[col][key] = map[string]bool{}
+		}
+		truth.visitors[col][key][ip] = true
+	}
 	ctr := make([]float64, 10_000)
 	for i := range ctr {
 		ctr[i] = rng.Float64() * 0.3
@@ -55,6 +63,7 @@ func counterLog(t *testing.T, path string) counterTruth {
 		case rng.Float64() < ctr[item]:
 			req = "/watch/" + key
 			truth.clicks[key]++
+			visit(1, key, ip)
 			if when.Format(time.DateOnly) == truth.day {
 				d := truth.today[key]
 				d[1]++
@@ -63,6 +72,7 @@ func counterLog(t *testing.T, path string) counterTruth {
 		default:
 			req = "/thumb/" + key + ".jpg"
 			truth.shows[key]++
+			visit(0, key, ip)
 			if when.Format(time.DateOnly) == truth.day {
 				d := truth.today[key]
 				d[0]++
@@ -145,12 +155,16 @@ func checkCounters(t *testing.T, base string, truth counterTruth) {
 				Keys []struct {
 					Key                  string
 					Window, Today, Total int64
+					WindowVisitors       int64 `json:"window_visitors"`
 				}
 			}
 			if code := getURL(t, base+"/api/v1/counters/"+name+"?"+q.Encode(), &body); code != http.StatusOK {
 				t.Fatalf("counter %s: %d", name, code)
 			}
 			for _, k := range body.Keys {
+				if want := int64(len(truth.visitors[col][k.Key])); k.WindowVisitors != want {
+					t.Errorf("counter %s key %s: %d distinct visitors in the window, want %d", name, k.Key, k.WindowVisitors, want)
+				}
 				if k.Window != counts[k.Key] || k.Total != counts[k.Key] || k.Today != truth.today[k.Key][col] {
 					t.Errorf("counter %s key %s: window %d, today %d, total %d; want %d, %d, %d", name, k.Key,
 						k.Window, k.Today, k.Total, counts[k.Key], truth.today[k.Key][col], counts[k.Key])
@@ -166,7 +180,8 @@ func checkCounters(t *testing.T, base string, truth counterTruth) {
 // TestCountersEndToEnd: the real program follows a log of shows and
 // clicks of 10,000 items with two counters and their ratio declared: the
 // top 20 by click-through rate with at least 100 shows, and each item's
-// window, daily and all-time counts, equal a count of the lines; the same
+// window, daily and all-time counts and its distinct visitors in the
+// window, equal a count of the lines; the same
 // after a SIGKILL and restart, and after a replay of the same log, which
 // adds nothing.
 func TestCountersEndToEnd(t *testing.T) {

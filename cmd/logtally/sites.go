@@ -69,8 +69,9 @@ func (m *Main) siteWindow(site string, end time.Time) (*window.Window, error) {
 	cfg := m.Window
 	if logtally.IsCounterSite(site) {
 		// A counter's paths are its keys: as many as --max-counter-keys,
-		// every one of them in its snapshots, for ratios.
-		cfg.MaxPaths, cfg.Pages = m.Counters.MaxKeys, m.Counters.MaxKeys
+		// every one of them in its snapshots, for ratios, with their
+		// distinct visitors.
+		cfg.MaxPaths, cfg.Pages, cfg.PathVisitors = m.Counters.MaxKeys, m.Counters.MaxKeys, true
 	}
 	if st, ok := m.store.Site(site); ok {
 		return ingest.Restore(st, cfg, anchor, end)
