@@ -146,8 +146,8 @@ type Server struct {
 	fleetHistory *Server                  // answers history from the fleet database; nil without fleet mode
 	fleetOnly    bool                     // this is a fleetHistory: errors are the database's, 503
 
-	sites    siteServers // the Servers of ?site=
-	siteName string      // of a ?site= Server; "" for the daemon's
+	sites siteServers // the Servers of ?site=
+	part  string      // what a ?site= or ?counter= Server answers for, "site" or "counter"; "" for the daemon's
 }
 
 // New returns the API handler.

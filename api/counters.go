@@ -175,8 +175,7 @@ func (s *Server) counterKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	h := s.deps.Counters.CounterHistory(name)
 	if h == nil {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "the counter's first lines are not stored yet; ask again in a second")
+		notStoredYet(w, "counter")
 		return
 	}
 	counts, err := h.PathCounts(keys, s.deps.Now())
@@ -268,8 +267,7 @@ func (s *Server) counterKeysOf(w http.ResponseWriter, r *http.Request, name stri
 	}
 	h, _ := s.deps.Counters.CounterHistory(name).(PageHistory)
 	if h == nil {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "the counter's first lines are not stored yet; ask again in a second")
+		notStoredYet(w, "counter")
 		return nil, nil, false
 	}
 	res, err := h.Pages(from, to, limit)
@@ -391,11 +389,7 @@ func (s *Server) countered(next http.HandlerFunc) http.HandlerFunc {
 		q.Del("counter")
 		r.URL.RawQuery = q.Encode()
 		counters := s.deps.Counters
-		sub := &Server{cfg: s.cfg, cacheControl: s.cacheControl, siteName: name, deps: Deps{
-			Snapshot: func() *logtally.Snapshot { snap, _ := counters.CounterSnapshot(name); return snap },
-			History:  counters.CounterHistory(name),
-			Now:      s.deps.Now, Zone: s.deps.Zone, Logger: s.deps.Logger, Ready: s.deps.Ready,
-		}}
-		sub.series(w, r)
+		s.partServer("counter", func() *logtally.Snapshot { snap, _ := counters.CounterSnapshot(name); return snap },
+			counters.CounterHistory(name)).series(w, r)
 	}
 }

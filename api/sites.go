@@ -23,9 +23,23 @@ type Sites interface {
 	SiteHistory(name string) History
 }
 
-// errNoSiteHistory answers a history query for a site counted but not yet
-// stored: its first lines are committed within a flush interval.
-const errNoSiteHistory = "the site's first lines are not stored yet; ask again in a second"
+// notStoredYet answers a history query for a site or counter (part)
+// counted but not stored yet: its first lines are committed within a
+// flush interval.
+func notStoredYet(w http.ResponseWriter, part string) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "the "+part+"'s first lines are not stored yet; ask again in a second")
+}
+
+// partServer returns a Server that answers for one part of what s counts,
+// a site or a named counter: from its snapshot and its history, with s's
+// configuration.
+func (s *Server) partServer(part string, snapshot func() *logtally.Snapshot, history History) *Server {
+	return &Server{cfg: s.cfg, cacheControl: s.cacheControl, part: part, deps: Deps{
+		Snapshot: snapshot, History: history,
+		Now: s.deps.Now, Zone: s.deps.Zone, Logger: s.deps.Logger, Ready: s.deps.Ready,
+	}}
+}
 
 // SitesBody is the body of GET /api/v1/sites.
 type SitesBody struct {
@@ -70,11 +84,8 @@ func (s *Server) site(name string) (*Server, bool) {
 		s.sites.servers = make(map[string]*Server)
 	}
 	sites := s.deps.Sites
-	sub := &Server{cfg: s.cfg, cacheControl: s.cacheControl, siteName: name, deps: Deps{
-		Snapshot: func() *logtally.Snapshot { snap, _ := sites.SiteSnapshot(name); return snap },
-		History:  sites.SiteHistory(name),
-		Now:      s.deps.Now, Zone: s.deps.Zone, Logger: s.deps.Logger, Ready: s.deps.Ready,
-	}}
+	sub := s.partServer("site", func() *logtally.Snapshot { snap, _ := sites.SiteSnapshot(name); return snap },
+		sites.SiteHistory(name))
 	if s.deps.Fleet != nil && s.deps.Fleet.Site != nil {
 		sub.deps.Fleet = s.deps.Fleet.Site(name)
 		sub.fleetHistory = newFleetHistory(sub.cfg, sub.deps)
@@ -117,9 +128,8 @@ func (s *Server) sited(handler func(*Server) http.HandlerFunc) http.HandlerFunc 
 // noHistory answers a history query where no history is kept: for a
 // site, one not stored yet.
 func (s *Server) noHistory(w http.ResponseWriter) {
-	if s.siteName != "" {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, errNoSiteHistory)
+	if s.part != "" {
+		notStoredYet(w, s.part)
 		return
 	}
 	writeError(w, http.StatusNotFound, "no history is kept")

@@ -265,21 +265,13 @@ func (n *Node) Current() *logtally.View {
 // Series answers the fleet's history, within a time limit: the API's
 // History.
 func (n *Node) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
-	st := n.store.Load()
-	if st == nil {
-		return logtally.Series{Step: step}, ErrNotConnected
-	}
-	return History{Store: st, Site: n.site(), Timeout: queryTimeout}.Series(from, to, step)
+	return n.SiteHistory(n.site()).Series(from, to, step)
 }
 
 // PathCounts answers the fleet's page views per path today and in all,
 // within a time limit: the API's History.
 func (n *Node) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, error) {
-	st := n.store.Load()
-	if st == nil {
-		return nil, ErrNotConnected
-	}
-	return History{Store: st, Site: n.site(), Timeout: queryTimeout}.PathCounts(paths, day)
+	return n.SiteHistory(n.site()).PathCounts(paths, day)
 }
 
 // NodeStats is what a Node reports of itself: how far it has shipped, what

@@ -375,13 +375,10 @@ func (s *Site) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
 			// are sorted in a copy, so that a commit tried again reads
 			// them the same.
 			pairs = secondPairs(d, b.Paths())
-			visitors = slices.Clone(d.Visitors)
-			sortHashes(visitors, sc)
-			visitors = slices.Compact(visitors)
-		} else {
-			prepare(d, sc)
-			visitors = d.Visitors
+			visitors = slices.Clone(visitors)
 		}
+		sortHashes(visitors, sc)
+		visitors = slices.Compact(visitors)
 		for _, id := range d.Views {
 			sc.pages.add(id, 1)
 		}
