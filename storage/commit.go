@@ -368,17 +368,22 @@ func (s *Site) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
 			continue
 		}
 		var pairs map[string][]uint64
-		visitors := d.Visitors
+		var visitors []uint64
 		if counter {
 			// The pairs of path and visitor are the delta's, index by
 			// index: they are read before anything sorts, and its visitors
 			// are sorted in a copy, so that a commit tried again reads
 			// them the same.
 			pairs = secondPairs(d, b.Paths())
-			visitors = slices.Clone(visitors)
+			visitors = slices.Clone(d.Visitors)
+			sortHashes(visitors, sc)
+			visitors = slices.Compact(visitors)
+		} else {
+			// In place, d.Visitors shortened with them: Compact zeroes what
+			// it leaves behind, which a commit tried again would read.
+			prepare(d, sc)
+			visitors = d.Visitors
 		}
-		sortHashes(visitors, sc)
-		visitors = slices.Compact(visitors)
 		for _, id := range d.Views {
 			sc.pages.add(id, 1)
 		}

@@ -53,3 +53,33 @@ func TestCounterSecondsKeepPairs(t *testing.T) {
 		t.Errorf("a site's second keeps pairs: %+v, %v", site, err)
 	}
 }
+
+// TestRetriedCommitKeepsSecondVisitors: a second's visitors, repeats
+// included, stored by a commit tried again after one that failed, are the
+// second's visitors and no others (a visitor 0 from the failed try's
+// sorting would be one more visitor after a restart).
+func TestRetriedCommitKeepsSecondVisitors(t *testing.T) {
+	s := mustOpen(t, Config{})
+	const sec = 1_795_000_000
+	b := logtally.NewSiteBatch("a.example")
+	for _, v := range []uint64{9, 3, 9, 9, 5} {
+		b.Add(&logtally.Hit{Time: sec, Visitor: v, Path: []byte("/p"), PageView: true, Status: 200}, true)
+	}
+	b.SetWindowStart(sec - 600)
+	disk := errors.New("disk full")
+	s.commit = func(tx *bolt.Tx) error { tx.Rollback(); return disk }
+	if err := s.Commit(b); !errors.Is(err, disk) {
+		t.Fatalf("Commit = %v, want %v", err, disk)
+	}
+	s.commit = (*bolt.Tx).Commit
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	secs, err := mustSite(t, s, "a.example").WindowSeconds(sec, sec)
+	if err != nil || len(secs) != 1 {
+		t.Fatalf("WindowSeconds = %v, %v", secs, err)
+	}
+	if got := fmt.Sprint(secs[0].Visitors); got != "[3 5 9]" {
+		t.Errorf("the second's visitors after a retried commit: %s, want [3 5 9]", got)
+	}
+}
