@@ -60,6 +60,10 @@ type Config struct {
 	// the clock, as it always does).
 	NoWindow bool
 	MaxLine  int // longer lines are rejected: the tailer's limit
+	// ApplyShards is how many goroutines apply a replay's hits to its
+	// batches (see shard.go): 0 picks by the cores, below 0 none (the
+	// goroutine that orders the results applies them).
+	ApplyShards int
 
 	// Sites: where a line's site comes from. PatternSites[i] is the site
 	// of the files of pattern i (tailer.Chunk.Pattern), "" for none; a
@@ -104,6 +108,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, live bool) {
 	fs.Var((*siteFiles)(&c.SiteFiles), "site",
 		"count every line of the files `NAME=PATH` names (a path or a glob) under site NAME; repeatable")
 	fs.IntVar(&c.MaxSites, "max-sites", c.MaxSites, "most sites counted apart; lines of sites first seen past it count under (other)")
+	if !live {
+		fs.IntVar(&c.ApplyShards, "apply-shards", c.ApplyShards,
+			"goroutines that apply a replay's parsed lines to its batches: 0 picks by the cores (none below 4), -1 none")
+	}
 	if live {
 		fs.StringVar(&c.Anchor, "window-end", c.Anchor,
 			"what the window ends at: clock (now) or log (the newest line's time, for archives)")
@@ -120,6 +128,9 @@ func (c Config) Validate() error {
 	if c.FlushInterval < 0 || c.PublishInterval < 0 {
 		errs = append(errs, fmt.Errorf("flush interval %s, publish interval %s: must not be negative",
 			c.FlushInterval, c.PublishInterval))
+	}
+	if c.ApplyShards < -1 || c.ApplyShards > 256 {
+		errs = append(errs, fmt.Errorf("--apply-shards %d: want 0 (by the cores), -1 (none) or 1 to 256", c.ApplyShards))
 	}
 	if c.MaxSites < 0 {
 		errs = append(errs, fmt.Errorf("--max-sites %d: must not be negative", c.MaxSites))
@@ -220,6 +231,7 @@ type Pipeline struct {
 	sc        scratch    // Run's parsing scratch
 	res       result     // Run's reusable result
 	inflight  chan error // Replay's commit in flight; nil when none
+	shards    *shards    // Replay's apply workers; nil when it applies alone
 	publishes int        // publish calls, for the counters' pace
 	batches   []*logtally.Batch
 	last      int64 // newest line second seen, for AnchorLog

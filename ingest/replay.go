@@ -6,6 +6,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -74,6 +75,14 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 	}
 	go func() { wg.Wait(); close(results) }()
 
+	if n := p.applyShards(workers); n > 0 {
+		p.shards = p.startShards(n)
+		defer func() {
+			p.shards.stop()
+			p.shards = nil
+		}()
+	}
+
 	flush := time.NewTicker(p.cfg.FlushInterval)
 	defer flush.Stop()
 	pending := make(map[int]*result)
@@ -93,8 +102,13 @@ func (p *Pipeline) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 			for r := pending[next]; r != nil; r = pending[next] {
 				delete(pending, next)
 				next++
-				p.apply(r)
-				p.pool.Put(r)
+				if p.shards != nil {
+					p.resolve(r)
+					p.dispatch(r)
+				} else {
+					p.apply(r)
+					p.pool.Put(r)
+				}
 				if _, bad := p.judge(false, false); bad != nil {
 					return bad
 				}
@@ -142,15 +156,26 @@ func (p *Pipeline) handOff() error {
 	if err := p.waitCommit(); err != nil {
 		return err
 	}
-	if p.all.batch.Empty() {
+	if p.all.batch.Empty() && (p.shards == nil || p.all.batch.Lines() == 0) {
 		return nil
 	}
 	bs := make([]*logtally.Batch, 0, len(p.touched)+1)
+	// With shards, the batches handed off by site id and counter index,
+	// for the shards' to merge into.
+	var sites, counters []*logtally.Batch
+	if p.shards != nil {
+		sites, counters = make([]*logtally.Batch, len(p.list)), make([]*logtally.Batch, len(p.counters))
+	}
 	swap := func(s *siteState) {
 		if s.spare == nil {
 			s.spare = logtally.NewSiteBatch(s.name)
 		}
 		bs = append(bs, s.batch)
+		if p.shards != nil && s.counter {
+			counters[s.id] = s.batch
+		} else if p.shards != nil {
+			sites[s.id] = s.batch
+		}
 		s.batch, s.spare = s.spare, s.batch
 		s.inBatch = false
 	}
@@ -161,10 +186,20 @@ func (p *Pipeline) handOff() error {
 	}
 	swap(p.all)
 	p.touched = p.touched[:0]
+	ss := p.shards
+	if ss != nil {
+		ss.cut()
+	}
 	done := make(chan error, 1)
 	p.inflight = done
 	go func() {
 		began := time.Now()
+		if ss != nil {
+			if err := ss.merge(sites, counters); err != nil {
+				done <- p.committed(err, began)
+				return
+			}
+		}
 		err := p.committed(p.store.Commit(bs...), began)
 		if err == nil {
 			for _, b := range bs {
@@ -194,10 +229,31 @@ func (p *Pipeline) finishJudged() error {
 		p.publish()
 		return bad
 	}
+	if p.shards != nil {
+		// The shards' last batches go with the last commit.
+		if err := p.handOff(); err != nil {
+			return err
+		}
+	}
 	if err := p.waitCommit(); err != nil {
 		return err
 	}
 	return p.finish()
+}
+
+// applyShards is how many shards apply a replay's hits with workers
+// parsing: Config.ApplyShards, or by default one from 4 cores on, then one
+// more for every 4 (at 1 or 2 cores the coordinator applies them itself,
+// which costs less than handing them over); 0 for none. A replay that
+// keeps a window applies on the coordinator, which owns the windows.
+func (p *Pipeline) applyShards(workers int) int {
+	if !p.cfg.NoWindow {
+		return 0
+	}
+	if p.cfg.ApplyShards != 0 {
+		return max(p.cfg.ApplyShards, 0)
+	}
+	return workers / 4
 }
 
 // scratch is what one goroutine parses with, reused from chunk to chunk.
@@ -225,6 +281,16 @@ type result struct {
 	site    []byte
 	hosts   []byte
 	hostEnd []int32
+
+	// newest is the second of the newest hit, 0 if none is later than
+	// 1970: where the chunk's rejected lines count (see Batch.Reject).
+	newest int64
+	// With shards: the site of the chunk's hits by id (siteState.id), -1
+	// for none, or when lines name their own, each hit's; and how many
+	// shards have yet to apply it.
+	siteID  int32
+	siteIDs []int32
+	refs    atomic.Int32
 
 	// With named counters: what each hit counts, in hit order, its keys
 	// end to end in keys; scratch is the matcher's.
@@ -271,6 +337,7 @@ func (p *Pipeline) parse(c tailer.Chunk, sc *scratch, r *result) {
 	r.file, r.offset, r.size, r.hits, r.samples = c.File, c.Offset, int64(len(c.Data)), r.hits[:0], r.samples[:0]
 	r.site, r.hosts, r.hostEnd = nil, r.hosts[:0], r.hostEnd[:0]
 	r.matches, r.keys = r.matches[:0], r.keys[:0]
+	r.newest = 0
 	byHost := false
 	if p.multi {
 		if c.Pattern >= 0 && c.Pattern < len(p.patternSite) {
@@ -300,6 +367,7 @@ func (p *Pipeline) parse(c tailer.Chunk, sc *scratch, r *result) {
 		} else if err = p.format.Parse(line, rec); err == nil {
 			if rec.Time.Unix() <= newest {
 				r.hits = append(r.hits, p.classifier.ClassifyWith(rec, &sc.memo))
+				r.newest = max(r.newest, r.hits[len(r.hits)-1].Time)
 				if p.matcher != nil {
 					p.match(rec, r)
 				}
@@ -435,6 +503,15 @@ func (p *Pipeline) apply(r *result) {
 			}
 		}
 	}
+	p.applyRest(r, site, parsed)
+}
+
+// applyRest counts what a chunk adds besides its hits: its lines, the
+// rejected ones (in all's batch, and in site's when the chunk's file has
+// one), their samples, and its file's position.
+func (p *Pipeline) applyRest(r *result, site *siteState, parsed int64) {
+	all := p.all
+	live := !p.cfg.NoWindow
 	all.batch.AddLines(r.lines)
 	p.lines.Add(r.lines)
 	p.parsed.Add(parsed)

@@ -62,9 +62,12 @@ func ParseSiteFile(v string) (SiteFile, error) {
 // siteState is one site's live window and the batch of its lines not yet
 // committed. The pipeline's goroutine owns both.
 type siteState struct {
-	name  string
-	win   *window.Window
-	batch *logtally.Batch
+	name string
+	id   int // index in Pipeline.list, or for a counter in Pipeline.counters
+	// counter is set for a named counter's state.
+	counter bool
+	win     *window.Window
+	batch   *logtally.Batch
 	// inBatch is set while batch holds lines: the site is in
 	// Pipeline.touched.
 	inBatch bool
@@ -118,7 +121,7 @@ func (p *Pipeline) addSite(name string) (*siteState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("site %s: %w", name, err)
 	}
-	s := &siteState{name: name, win: win, batch: logtally.NewSiteBatch(name)}
+	s := &siteState{name: name, id: len(p.list), win: win, batch: logtally.NewSiteBatch(name)}
 	p.byName[name] = s
 	p.list = append(p.list, s)
 	if name != logtally.AllSites && name != logtally.OtherSite {
@@ -228,7 +231,7 @@ func (p *Pipeline) addCounter(name string) error {
 	if err != nil {
 		return fmt.Errorf("counter %s: %w", name, err)
 	}
-	p.counters = append(p.counters, &siteState{name: site, win: win, batch: logtally.NewSiteBatch(site)})
+	p.counters = append(p.counters, &siteState{name: site, id: len(p.counters), counter: true, win: win, batch: logtally.NewSiteBatch(site)})
 	p.counterWins[name] = win
 	return nil
 }

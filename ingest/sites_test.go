@@ -18,7 +18,7 @@ import (
 
 // sitePipeline returns a replaying pipeline that counts sites by $host,
 // over a real store, and the store.
-func sitePipeline(t testing.TB, cfg Config) (*Pipeline, *storage.Store) {
+func sitePipeline(t testing.TB, cfg Config, opts ...func(*Deps)) (*Pipeline, *storage.Store) {
 	t.Helper()
 	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"}, func() time.Time { return t0 })
 	if err != nil {
@@ -36,11 +36,14 @@ func sitePipeline(t testing.TB, cfg Config) (*Pipeline, *storage.Store) {
 		t.Fatal(err)
 	}
 	cfg.ByField, cfg.Anchor = true, AnchorLog
-	p := mustNew(t, cfg, Deps{Format: format, Classifier: classifier, Store: s, Now: func() time.Time { return t0 },
+	deps := Deps{Format: format, Classifier: classifier, Store: s, Now: func() time.Time { return t0 },
 		NewWindow: func(site string, end time.Time) (*window.Window, error) {
 			return window.New(window.DefaultConfig(), end), nil
-		}})
-	return p, s
+		}}
+	for _, o := range opts {
+		o(&deps)
+	}
+	return mustNew(t, cfg, deps), s
 }
 
 // hostLines returns n lines, a thousand a second up to t0, of the hosts
