@@ -64,6 +64,10 @@ type Config struct {
 	// batches (see shard.go): 0 picks by the cores, below 0 none (the
 	// goroutine that orders the results applies them).
 	ApplyShards int
+	// CommitsInFlight is how many commits a replay may have under way at
+	// once, prepared on several cores while the one before writes: 0
+	// picks one for every 4 cores.
+	CommitsInFlight int
 
 	// Sites: where a line's site comes from. PatternSites[i] is the site
 	// of the files of pattern i (tailer.Chunk.Pattern), "" for none; a
@@ -228,11 +232,11 @@ type Pipeline struct {
 	// countedLines counts each counter's lines since start.
 	countedLines []atomic.Int64
 
-	sc        scratch    // Run's parsing scratch
-	res       result     // Run's reusable result
-	inflight  chan error // Replay's commit in flight; nil when none
-	shards    *shards    // Replay's apply workers; nil when it applies alone
-	publishes int        // publish calls, for the counters' pace
+	sc        scratch   // Run's parsing scratch
+	res       result    // Run's reusable result
+	flight    []*flight // Replay's commits under way, oldest first
+	shards    *shards   // Replay's apply workers; nil when it applies alone
+	publishes int       // publish calls, for the counters' pace
 	batches   []*logtally.Batch
 	last      int64 // newest line second seen, for AnchorLog
 	pool      sync.Pool

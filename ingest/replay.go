@@ -147,18 +147,24 @@ func (p *Pipeline) handOffJudged() error {
 }
 
 // handOff commits what the batches hold on a goroutine of its own, so that
-// applying the next lines goes on meanwhile: commits are Replay's other
-// serial step, and as costly as applying. At most one is in flight, so
-// they happen in order, each with the positions its lines end at; each
-// site has two batches, one filling while the other commits. handOff waits
-// for the commit before, and returns its error.
+// applying the next lines goes on meanwhile. Up to commitsInFlight
+// commits are under way at once: each is prepared as soon as it is handed
+// off (a Preparer's commits, on several cores) and written once the one
+// before has been, so they are stored in order, each with the positions
+// its lines end at, and none after one that failed. A site's batches
+// rotate: one filling, the others committing. When as many commits as
+// allowed are under way, handOff waits for the oldest, and returns its
+// error.
 func (p *Pipeline) handOff() error {
-	if err := p.waitCommit(); err != nil {
-		return err
-	}
 	if p.all.batch.Empty() && (p.shards == nil || p.all.batch.Lines() == 0) {
 		return nil
 	}
+	for len(p.flight) >= p.commitsInFlight() {
+		if err := p.waitOldest(); err != nil {
+			return err
+		}
+	}
+	c := &flight{done: make(chan struct{}), merged: make(chan struct{})}
 	bs := make([]*logtally.Batch, 0, len(p.touched)+1)
 	// With shards, the batches handed off by site id and counter index,
 	// for the shards' to merge into.
@@ -166,60 +172,130 @@ func (p *Pipeline) handOff() error {
 	if p.shards != nil {
 		sites, counters = make([]*logtally.Batch, len(p.list)), make([]*logtally.Batch, len(p.counters))
 	}
-	swap := func(s *siteState) {
-		if s.spare == nil {
-			s.spare = logtally.NewSiteBatch(s.name)
-		}
-		bs = append(bs, s.batch)
+	take := func(s *siteState) {
+		b := s.batch
+		bs = append(bs, b)
+		c.sites = append(c.sites, s)
 		if p.shards != nil && s.counter {
-			counters[s.id] = s.batch
+			counters[s.id] = b
 		} else if p.shards != nil {
-			sites[s.id] = s.batch
+			sites[s.id] = b
 		}
-		s.batch, s.spare = s.spare, s.batch
+		if n := len(s.free); n > 0 {
+			s.batch, s.free = s.free[n-1], s.free[:n-1]
+		} else {
+			s.batch = logtally.NewSiteBatch(s.name)
+		}
 		s.inBatch = false
 	}
 	for _, s := range p.touched {
 		if s != p.all {
-			swap(s)
+			take(s)
 		}
 	}
-	swap(p.all)
+	take(p.all)
+	c.batches = bs
 	p.touched = p.touched[:0]
+	var prev *flight
+	if n := len(p.flight); n > 0 {
+		prev = p.flight[n-1]
+	}
+	p.flight = append(p.flight, c)
 	ss := p.shards
 	if ss != nil {
 		ss.cut()
 	}
-	done := make(chan error, 1)
-	p.inflight = done
 	go func() {
+		defer close(c.done)
 		began := time.Now()
 		if ss != nil {
-			if err := ss.merge(sites, counters); err != nil {
-				done <- p.committed(err, began)
+			if prev != nil {
+				<-prev.merged // the shards' batches come in order of their cuts
+			}
+			err := ss.merge(sites, counters)
+			close(c.merged)
+			if err != nil {
+				c.err = p.committed(err, began)
+				return
+			}
+		} else {
+			close(c.merged)
+		}
+		var commit func() error
+		var err error
+		if pr, ok := p.store.(Preparer); ok {
+			commit, err = pr.Prepare(bs...)
+		} else {
+			commit = func() error { return p.store.Commit(bs...) }
+		}
+		if prev != nil {
+			if <-prev.done; prev.err != nil {
+				c.err = prev.err // stored after a commit that was not: never
 				return
 			}
 		}
-		err := p.committed(p.store.Commit(bs...), began)
 		if err == nil {
+			err = commit()
+		}
+		if c.err = p.committed(err, began); c.err == nil {
 			for _, b := range bs {
 				b.Reset()
 			}
 		}
-		done <- err
 	}()
 	return nil
 }
 
-// waitCommit waits for the commit in flight, if there is one, and returns
-// its error.
-func (p *Pipeline) waitCommit() error {
-	if p.inflight == nil {
-		return nil
+// flight is a commit under way (see handOff).
+type flight struct {
+	done    chan struct{} // closed once it is written, or has failed
+	err     error         // set before done is closed
+	merged  chan struct{} // closed once the shards' batches are merged into it
+	sites   []*siteState  // whose batches it commits, in order
+	batches []*logtally.Batch
+}
+
+// Preparer is a Committer that can prepare a commit before writing it
+// (*storage.Store): Replay then prepares several at once, on several
+// cores, while one writes. The commit it returns writes what was prepared.
+type Preparer interface {
+	Prepare(...*logtally.Batch) (commit func() error, err error)
+}
+
+// commitsInFlight is how many commits Replay may have under way at once:
+// Config.CommitsInFlight, or by default one for every 4 cores, at least
+// one.
+func (p *Pipeline) commitsInFlight() int {
+	if p.cfg.CommitsInFlight > 0 {
+		return p.cfg.CommitsInFlight
 	}
-	err := <-p.inflight
-	p.inflight = nil
-	return err
+	return max(1, runtime.GOMAXPROCS(0)/4)
+}
+
+// waitOldest waits for the oldest commit under way and returns its error;
+// once it succeeded, its emptied batches are its sites' to fill again.
+func (p *Pipeline) waitOldest() error {
+	c := p.flight[0]
+	<-c.done
+	p.flight = append(p.flight[:0], p.flight[1:]...)
+	if c.err != nil {
+		return c.err
+	}
+	for i, s := range c.sites {
+		s.free = append(s.free, c.batches[i])
+	}
+	return nil
+}
+
+// waitCommit waits for every commit under way and returns the first error.
+func (p *Pipeline) waitCommit() error {
+	var first error
+	for len(p.flight) > 0 {
+		if err := p.waitOldest(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // finishJudged ends a replay: the verdict, if it is not in yet, on all the

@@ -167,6 +167,51 @@ func BenchmarkApply(b *testing.B) {
 	}
 }
 
+// BenchmarkApplySharded is Replay's apply step with shards, per line of
+// the input: the coordinator's part (sites, lines, rejected lines,
+// positions), which stays serial, and one shard's part with n shards,
+// which runs on n cores at once (every shard scans every hit, and adds
+// its share).
+func BenchmarkApplySharded(b *testing.B) {
+	b.Run("coordinator", func(b *testing.B) {
+		p, _ := newPipeline(b)
+		p.cfg.NoWindow = true
+		rs := parsed(p)
+		b.ReportAllocs()
+		for range b.N {
+			for i := range rs {
+				p.resolve(&rs[i])
+			}
+			b.StopTimer()
+			if err := p.commit(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/50_000, "ns/line")
+	})
+	for _, n := range []int{1, 2, 4, 16} {
+		b.Run(fmt.Sprintf("shard-of-%d", n), func(b *testing.B) {
+			p, _ := newPipeline(b)
+			p.cfg.NoWindow = true
+			rs := parsed(p)
+			var parts shardParts
+			b.ReportAllocs()
+			for range b.N {
+				for i := range rs {
+					p.applyShard(&parts, 0, n, &rs[i], p.list)
+				}
+				b.StopTimer()
+				for _, bt := range parts.sites {
+					bt.Reset()
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/50_000, "ns/line")
+		})
+	}
+}
+
 // BenchmarkCommit is replay's other serial step: committing the batches
 // of 50,000 lines (one site), which Replay does on a goroutine of its own.
 func BenchmarkCommit(b *testing.B) {

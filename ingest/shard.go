@@ -29,10 +29,12 @@ import (
 // shards are Replay's apply workers and what they exchange with the
 // coordinator and the committer.
 type shards struct {
-	n    int
-	in   []chan shardMsg
-	cuts chan shardParts // a shard's filled batches, one send per shard per cut
-	wg   sync.WaitGroup
+	n  int
+	in []chan shardMsg
+	// cuts[k] carries shard k's filled batches, one send per cut; free[k]
+	// gives them back emptied once merged.
+	cuts, free []chan shardParts
+	wg         sync.WaitGroup
 }
 
 // shardMsg is a parsed result for a shard to apply, or with cut set, the
@@ -49,11 +51,6 @@ type shardParts struct {
 	sites, counters []*logtally.Batch
 }
 
-// shard is the state of one apply worker.
-type shard struct {
-	cur, spare shardParts
-}
-
 // shardOf returns the shard of hit i of a result: by visitor when it has
 // one, so that a visitor's page views stay together, else by index.
 func shardOf(h *logtally.Hit, i, n int) int {
@@ -65,18 +62,22 @@ func shardOf(h *logtally.Hit, i, n int) int {
 
 // startShards starts n apply workers.
 func (p *Pipeline) startShards(n int) *shards {
-	ss := &shards{n: n, in: make([]chan shardMsg, n), cuts: make(chan shardParts, n)}
+	ss := &shards{n: n, in: make([]chan shardMsg, n), cuts: make([]chan shardParts, n), free: make([]chan shardParts, n)}
 	for k := range n {
 		ss.in[k] = make(chan shardMsg, 8)
+		ss.cuts[k], ss.free[k] = make(chan shardParts, 1), make(chan shardParts, 1)
+		ss.free[k] <- shardParts{}
 		ss.wg.Go(func() {
-			var sh shard
+			var cur shardParts
 			for m := range ss.in[k] {
 				if m.cut {
-					ss.cuts <- sh.cur
-					sh.cur, sh.spare = sh.spare, sh.cur
+					// The set handed over comes back once merged, before
+					// the next cut needs it.
+					ss.cuts[k] <- cur
+					cur = <-ss.free[k]
 					continue
 				}
-				p.applyShard(&sh.cur, k, n, m.r, m.list)
+				p.applyShard(&cur, k, n, m.r, m.list)
 				if m.r.refs.Add(-1) == 0 {
 					p.pool.Put(m.r)
 				}
@@ -113,7 +114,8 @@ func (ss *shards) cut() {
 
 // merge gathers every shard's batches at a cut and merges them into the
 // batches handed off with it, sites by id and counters by index, then
-// empties them for the shard's next turn. A shard's lines of a site the
+// empties them and gives them back for the shard's next cut. The merges
+// of successive cuts go one after the other. A shard's lines of a site the
 // coordinator did not hand off would be lost: an error, never the case.
 func (ss *shards) merge(sites, counters []*logtally.Batch) error {
 	var err error
@@ -130,10 +132,11 @@ func (ss *shards) merge(sites, counters []*logtally.Batch) error {
 			b.Reset()
 		}
 	}
-	for range ss.n {
-		parts := <-ss.cuts
+	for k := range ss.n {
+		parts := <-ss.cuts[k]
 		into(sites, parts.sites)
 		into(counters, parts.counters)
+		ss.free[k] <- parts
 	}
 	return err
 }

@@ -16,8 +16,9 @@ import (
 
 // TestShardedApplyEqualsSerial: on random input (sites by field and by
 // file, more sites than MaxSites, a named counter, bad lines, times out
-// of order), a replay whose hits are applied by 1 to 4 shards stores
-// exactly what one that applies them on its coordinator stores: every
+// of order), a replay whose hits are applied by 1 to 4 shards, with 1 to
+// 3 commits under way at once, stores exactly what one that applies them
+// on its coordinator and commits one at a time stores: every
 // minute (rejected lines in the same minutes), hour and day, their
 // visitors, the pages, and the counter's keys. Both commit at the same
 // lines, so even the split of a minute across commits is the same.
@@ -31,9 +32,9 @@ func TestShardedApplyEqualsSerial(t *testing.T) {
 			}
 			cfg := Config{NoWindow: true, FlushLines: 1 + rng.IntN(500), FlushInterval: time.Hour,
 				PatternSites: []string{"", "c.example"}, MaxSites: 1 + int(seed%4)}
-			cfg.ApplyShards = -1
+			cfg.ApplyShards, cfg.CommitsInFlight = -1, 1
 			serial := replaySharded(t, chunks, cfg)
-			cfg.ApplyShards = 1 + int(seed%4)
+			cfg.ApplyShards, cfg.CommitsInFlight = 1+int(seed%4), 1+int(seed%3)
 			sharded := replaySharded(t, chunks, cfg)
 			for _, site := range []string{logtally.AllSites, "a.example", "b.example", "c.example", logtally.DefaultSite,
 				logtally.OtherSite, logtally.CounterSite("page")} {

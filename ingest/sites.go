@@ -71,8 +71,9 @@ type siteState struct {
 	// inBatch is set while batch holds lines: the site is in
 	// Pipeline.touched.
 	inBatch bool
-	// spare is the batch a replay fills while batch commits (see handOff).
-	spare *logtally.Batch
+	// free are emptied batches for a replay to fill while batch commits
+	// (see handOff).
+	free []*logtally.Batch
 }
 
 // siteIndex is what readers see of the sites: replaced, never changed, when

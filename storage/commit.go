@@ -26,23 +26,50 @@ import (
 // newest line stored in the site (this batch's included), is not written:
 // its lines count in the coarser resolutions that keep them.
 func (s *Store) Commit(bs ...*logtally.Batch) error {
+	commit, err := s.Prepare(bs...)
+	if err != nil {
+		return err
+	}
+	return commit()
+}
+
+// Prepare does what committing bs needs nothing stored for, on several
+// cores (see prepareMinutes), and returns the rest of the commit, its
+// transaction: so several commits can be prepared at once while another
+// one writes. The batches are the commit's until it returns (Prepare sorts
+// their visitors in place). The commits of one source of lines are still
+// written in the order of their lines, one after the other; to try a
+// failed one again, prepare it again.
+func (s *Store) Prepare(bs ...*logtally.Batch) (commit func() error, err error) {
 	now := s.now()
 	entries := make([][]byte, len(bs))
 	for i, b := range bs {
 		if !logtally.ValidSite(b.Site()) {
-			return fmt.Errorf("commit: site %q: not a site name", b.Site())
+			return nil, fmt.Errorf("commit: site %q: not a site name", b.Site())
 		}
 		for _, prev := range bs[:i] {
 			if prev.Site() == b.Site() {
-				return fmt.Errorf("commit: two batches of site %s", b.Site())
+				return nil, fmt.Errorf("commit: two batches of site %s", b.Site())
 			}
 		}
 		var err error
 		if entries[i], err = s.outbox.entry(b, now); err != nil {
-			return fmt.Errorf("commit: %w", err)
+			return nil, fmt.Errorf("commit: %w", err)
 		}
 	}
+	preps := s.prepare(bs)
+	return func() error {
+		defer s.release(preps)
+		return s.commitPrepared(bs, entries, preps)
+	}, nil
+}
 
+// commitPrepared is Commit once its batches' outbox entries are encoded
+// and their minutes prepared: what it does serially, in one transaction.
+// The preparing, on several cores and with nothing stored to read, holds
+// no lock.
+func (s *Store) commitPrepared(bs []*logtally.Batch, entries [][]byte, preps []prepared) error {
+	now := s.now()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	sites := make([]*Site, len(bs))
@@ -65,7 +92,7 @@ func (s *Store) Commit(bs ...*logtally.Batch) error {
 					return nil, err
 				}
 			}
-			ch, k, err := sites[i].commit(tx, b)
+			ch, k, err := sites[i].commit(tx, b, &preps[i])
 			if err != nil {
 				return nil, fmt.Errorf("site %s: %w", b.Site(), err)
 			}
@@ -110,68 +137,60 @@ func (s *Store) Commit(bs ...*logtally.Batch) error {
 }
 
 // commit writes what a batch of the site holds but its positions and its
-// outbox entry, in tx, and returns the change to the site's path log and
-// the lines it kept in each resolution. The caller holds writeMu.
-func (s *Site) commit(tx *bolt.Tx, b *logtally.Batch) (*logChange, logtally.Kept, error) {
+// outbox entry, in tx, with its minutes prepared as p; it returns the
+// change to the site's path log and the lines it kept in each resolution.
+// The caller holds writeMu.
+func (s *Site) commit(tx *bolt.Tx, b *logtally.Batch, p *prepared) (*logChange, logtally.Kept, error) {
 	var kept logtally.Kept
 	sc := &s.st.scratch
 	sc.pages.grow(len(b.Paths()))
 	sc.day.grow(len(b.Paths()))
-	hours := make(map[int64]*record)
-	days := make(map[string]*record)
 	var dayPaths []dayDelta
 
-	var minutes []int64
-	var deltas []*logtally.Delta
-	for minute, d := range b.Minutes() {
-		minutes, deltas = append(minutes, minute), append(deltas, d)
+	deltas := make([]*logtally.Delta, len(p.minutes))
+	minutes := make([]int64, len(p.minutes))
+	for i, m := range p.minutes {
+		minutes[i], deltas[i] = m.minute, m.d
 	}
 	f, err := s.advanceFloors(tx, minutes, deltas)
 	if err != nil {
 		return nil, kept, err
 	}
-	for i, minute := range minutes {
-		d := deltas[i]
-		prepare(d, sc)
-		day := string(dayKey(unixMinute(minute), s.loc))
-		rollup(hours, logtally.FloorDiv(minute, 60), d)
-		rollup(days, day, d)
-		for _, id := range d.Views {
-			sc.pages.add(id, 1)
-			sc.day.add(id, 1)
+	for i := range p.minutes {
+		m := &p.minutes[i]
+		for _, pd := range m.ids {
+			sc.day.add(pd.id, pd.n)
 		}
-		sc.top = sc.pages.take(b.Paths(), sc.top[:0])
-		if len(sc.day.touched) > 0 &&
-			(i == len(minutes)-1 || string(dayKey(unixMinute(minutes[i+1]), s.loc)) != day) {
-			dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
+		if len(sc.day.touched) > 0 && (i == len(p.minutes)-1 || p.minutes[i+1].day != m.day) {
+			dayPaths = append(dayPaths, dayDelta{uint32Key([]byte(m.day)), sc.day.takeIDs(make([]pathDelta, 0, len(sc.day.touched)))})
 		}
-		if minute < f.minute {
+		if m.minute < f.minute {
 			continue // its rollups are kept, the minute itself has expired
 		}
-		if err := s.commitMinute(tx, minute, d, sc.top); err != nil {
+		if err := s.commitMinute(tx, m, b.Paths()); err != nil {
 			return nil, kept, err
 		}
-		kept.Minutes += d.Requests
+		kept.Minutes += m.d.Requests
 	}
 	hb := s.bucket(tx, bucketHours)
-	for _, hour := range slices.Sorted(maps.Keys(hours)) {
+	for _, hour := range slices.Sorted(maps.Keys(p.hours)) {
 		if hour < f.hour {
 			continue
 		}
-		if err := mergeRollup(hb, u64(uint64(hour)), hours[hour]); err != nil {
+		if err := mergeRollup(hb, u64(uint64(hour)), p.hours[hour]); err != nil {
 			return nil, kept, fmt.Errorf("hour %d: %w", hour, err)
 		}
-		kept.Hours += hours[hour].Requests
+		kept.Hours += p.hours[hour].Requests
 	}
 	db := s.bucket(tx, bucketDays)
-	for _, day := range slices.Sorted(maps.Keys(days)) {
+	for _, day := range slices.Sorted(maps.Keys(p.days)) {
 		if uint32Key([]byte(day)) < f.day {
 			continue
 		}
-		if err := mergeRollup(db, []byte(day), days[day]); err != nil {
+		if err := mergeRollup(db, []byte(day), p.days[day]); err != nil {
 			return nil, kept, fmt.Errorf("day %x: %w", day, err)
 		}
-		kept.Days += days[day].Requests
+		kept.Days += p.days[day].Requests
 	}
 	if err := s.commitSeconds(tx, b); err != nil {
 		return nil, kept, err
@@ -250,26 +269,6 @@ func rollup[K comparable](m map[K]*record, k K, d *logtally.Delta) {
 // hashes.
 const denseFrom = 2048
 
-// addVisitors adds visitor hashes to a minute's sketch, which has about
-// known visitors already. Small minutes keep a compact sparse sketch.
-func addVisitors(r *record, known int64, visitors []uint64) {
-	if known+int64(len(visitors)) < denseFrom {
-		sk := r.sketch()
-		for _, v := range visitors {
-			sk.InsertHash(v)
-		}
-		return
-	}
-	dense := hyperloglog.NewNoSparse()
-	for _, v := range visitors {
-		dense.InsertHash(v)
-	}
-	if r.hll != nil {
-		dense.Merge(r.hll)
-	}
-	r.hll = dense
-}
-
 // addDense adds visitor hashes to an hour's or a day's sketch. Those are
 // dense from the start: they are few, they grow past what sparse form holds,
 // and the sparse form re-sorts itself every few hundred inserts.
@@ -311,45 +310,75 @@ func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
 	return b.Put(key, v)
 }
 
-// commitMinute merges a delta into its stored minute; top is the delta's page
-// views per path. The minute's visitor count stays exact while its visitor
-// set is stored; once the set has been compacted away, new visitors can only
-// go into the sketch and the count becomes the sketch's estimate.
-func (s *Site) commitMinute(tx *bolt.Tx, minute int64, d *logtally.Delta, top []logtally.PageCount) error {
+// commitMinute merges a prepared minute into the stored one, or stores
+// what prepare encoded for it when there is none (most of a replay's).
+func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string) error {
+	sc := &s.st.scratch
 	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
-	key := u64(uint64(minute))
-	var r record
-	if v := mb.Get(key); v != nil {
-		if err := r.decode(v, true); err != nil {
-			return fmt.Errorf("minute %d: %w", minute, err)
-		}
-	}
-	r.add(d)
-	if len(d.Visitors) > 0 {
-		addVisitors(&r, r.Visitors, d.Visitors)
-		sk := r.hll
-		stored := vb.Get(key)
-		if !r.Approximate && (stored != nil || r.Visitors == 0) {
-			set, n, err := mergeHashes(stored, d.Visitors)
-			if err != nil {
-				return fmt.Errorf("minute %d: %w", minute, err)
-			}
-			r.Visitors = int64(n)
-			if err := vb.Put(key, set); err != nil {
+	key := u64(uint64(m.minute))
+	mb.FillPercent = 0.9 // minutes are mostly appended in order
+	stored, storedSet := mb.Get(key), vb.Get(key)
+	if stored == nil && storedSet == nil && m.rec != nil {
+		if m.set != nil {
+			if err := vb.Put(key, m.set); err != nil {
 				return err
 			}
-		} else {
-			r.Approximate = true
-			r.Visitors = int64(sk.Estimate())
+		}
+		return mb.Put(key, m.rec)
+	}
+	var r record
+	if stored != nil {
+		if err := r.decode(stored, true); err != nil {
+			return fmt.Errorf("minute %d: %w", m.minute, err)
 		}
 	}
-	r.mergeTop(top, s.cfg.TopPages)
+	for _, pd := range m.ids {
+		sc.pages.add(pd.id, pd.n)
+	}
+	sc.top = sc.pages.take(names, sc.top[:0])
+	set, err := mergeMinute(&r, storedSet, m, sc.top, s.cfg.TopPages)
+	if err != nil {
+		return fmt.Errorf("minute %d: %w", m.minute, err)
+	}
+	if set != nil {
+		if err := vb.Put(key, set); err != nil {
+			return err
+		}
+	}
 	v, err := r.encode()
 	if err != nil {
 		return err
 	}
-	mb.FillPercent = 0.9 // minutes are mostly appended in order
 	return mb.Put(key, v)
+}
+
+// mergeMinute merges a prepared minute, whose page views per path are top,
+// into its record r, whose visitor set is stored (nil if none), keeping
+// topPages pages, and returns the
+// visitor set to store, nil if none. The minute's visitor count stays
+// exact while its visitor set is stored; once the set has been compacted
+// away, new visitors can only go into the sketch and the count becomes
+// the sketch's estimate.
+func mergeMinute(r *record, stored []byte, m *minutePrep, top []logtally.PageCount, topPages int) ([]byte, error) {
+	d := m.d
+	r.add(d)
+	var set []byte
+	if len(d.Visitors) > 0 {
+		addSketch(r, r.Visitors, len(d.Visitors), m.hll)
+		if !r.Approximate && (stored != nil || r.Visitors == 0) {
+			var n int
+			var err error
+			if set, n, err = mergeHashes(stored, d.Visitors); err != nil {
+				return nil, err
+			}
+			r.Visitors = int64(n)
+		} else {
+			r.Approximate = true
+			r.Visitors = int64(r.hll.Estimate())
+		}
+	}
+	r.mergeTop(top, topPages)
+	return set, nil
 }
 
 func getUvarint(b []byte) uint64 {

@@ -251,6 +251,9 @@ type Store struct {
 	// writer state, and makes its holder every path log's writer.
 	writeMu sync.Mutex
 	scratch scratch
+	// prepPool holds the scratch of the goroutines that prepare a
+	// commit's minutes (see prepareMinutes), which hold no lock.
+	prepPool sync.Pool
 
 	// sitesMu guards sites: a site is added, by its writer, once the
 	// transaction that created its buckets has committed.

@@ -1,0 +1,222 @@
+package storage
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/axiomhq/hyperloglog"
+	"github.com/logtally/logtally"
+)
+
+// A commit's write transaction is one goroutine (bbolt has one writer),
+// and most of what it did per line needs nothing stored: sorting a
+// minute's visitors, building its sketch, counting its page views per
+// path and ranking them, adding them to their hour's and day's sketches.
+// prepareMinutes does that for every minute of a batch before the
+// transaction, on up to GOMAXPROCS goroutines, each a run of minutes with
+// scratch of its own; the transaction then only merges what was prepared
+// with what is stored. So the commit's serial part costs per minute and
+// per path of a minute rather than per line, and a replay's commits keep
+// up with apply and parsing on more cores.
+
+// minutePrep is what a commit derives from one minute's delta before its
+// transaction.
+type minutePrep struct {
+	minute int64
+	d      *logtally.Delta // its visitors sorted, repeats dropped
+	day    string          // dayKey of the minute, in the site's zone
+	// hll holds the delta's visitors: sparse below denseFrom of them,
+	// dense from it (see addSketch).
+	hll *hyperloglog.Sketch
+	ids []pathDelta // page views per path number
+	// rec and set are the minute's record and visitor set encoded as they
+	// are stored when nothing is stored for it yet; rec is nil if it
+	// could not be encoded (the transaction then tries and says why).
+	rec, set []byte
+}
+
+// rollups are the hour and day records a batch's minutes add up to.
+type rollups struct {
+	hours map[int64]*record
+	days  map[string]*record
+}
+
+// prepScratch is one preparing goroutine's reusable memory.
+type prepScratch struct {
+	pages   tally
+	top     []logtally.PageCount
+	buckets []int32
+	hashes  []uint64
+	ids     []pathDelta // the minutes' (minutePrep.ids), until released
+}
+
+// minPrepMinutes is the fewest minutes a preparing goroutine is given: a
+// live commit's one or two minutes are prepared on the committing one.
+const minPrepMinutes = 8
+
+// prepared is a batch's minutes, prepared, and their hours and days.
+type prepared struct {
+	minutes []minutePrep
+	rollups
+	scratch []*prepScratch // whose buffers the minutes hold, until release
+}
+
+// release gives the memory of prepared commits back, once written.
+func (s *Store) release(ps []prepared) {
+	for _, p := range ps {
+		for _, sc := range p.scratch {
+			sc.ids = sc.ids[:0]
+			s.prepPool.Put(sc)
+		}
+	}
+}
+
+// prepare prepares the minutes of every batch, the batches at once when
+// there are several.
+func (s *Store) prepare(bs []*logtally.Batch) []prepared {
+	out := make([]prepared, len(bs))
+	if len(bs) == 1 {
+		out[0] = s.prepareMinutes(bs[0])
+		return out
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, b := range bs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = s.prepareMinutes(b)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// prepareMinutes prepares every minute of b (see minutePrep), in time
+// order, with their hours and days.
+func (s *Store) prepareMinutes(b *logtally.Batch) prepared {
+	p := prepared{minutes: make([]minutePrep, 0, b.MinuteCount())}
+	for minute, d := range b.Minutes() {
+		p.minutes = append(p.minutes, minutePrep{minute: minute, d: d})
+	}
+	workers := min(runtime.GOMAXPROCS(0), (len(p.minutes)+minPrepMinutes-1)/minPrepMinutes)
+	workers = max(workers, 1)
+	p.scratch = make([]*prepScratch, workers)
+	parts := make([]rollups, workers)
+	run := func(w int) {
+		lo, hi := w*len(p.minutes)/workers, (w+1)*len(p.minutes)/workers
+		p.scratch[w] = s.prepScratch()
+		parts[w] = s.prepareRun(p.minutes[lo:hi], b.Paths(), p.scratch[w])
+	}
+	if workers == 1 {
+		run(0)
+		p.rollups = parts[0]
+		return p
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { run(w) })
+	}
+	wg.Wait()
+	p.rollups = rollups{hours: make(map[int64]*record), days: make(map[string]*record)}
+	for _, r := range parts {
+		mergeRollups(p.hours, r.hours)
+		mergeRollups(p.days, r.days)
+	}
+	return p
+}
+
+// prepScratch returns a preparing goroutine's scratch, from the pool.
+func (s *Store) prepScratch() *prepScratch {
+	if sc, ok := s.prepPool.Get().(*prepScratch); ok {
+		return sc
+	}
+	return new(prepScratch)
+}
+
+// prepareRun prepares a run of minutes with sc, and returns their hours
+// and days.
+func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) rollups {
+	r := rollups{hours: make(map[int64]*record), days: make(map[string]*record)}
+	sc.pages.grow(len(names))
+	sorter := scratch{buckets: sc.buckets, hashes: sc.hashes}
+	for i := range preps {
+		p := &preps[i]
+		d := p.d
+		prepare(d, &sorter)
+		p.day = string(dayKey(unixMinute(p.minute), s.loc))
+		rollup(r.hours, logtally.FloorDiv(p.minute, 60), d)
+		rollup(r.days, p.day, d)
+		if n := len(d.Visitors); n > 0 {
+			if n < denseFrom {
+				p.hll = hyperloglog.New14()
+			} else {
+				p.hll = hyperloglog.NewNoSparse()
+			}
+			for _, v := range d.Visitors {
+				p.hll.InsertHash(v)
+			}
+		}
+		for _, id := range d.Views {
+			sc.pages.add(id, 1)
+		}
+		p.ids = carve(&sc.ids, len(sc.pages.touched))
+		for i, id := range sc.pages.touched {
+			p.ids[i] = pathDelta{id, sc.pages.n[id]}
+		}
+		sc.top = sc.pages.take(names, sc.top[:0])
+		// As the transaction would store it new. Its sketch is then the
+		// record's, encoded already; a merge with a stored minute instead
+		// uses it once more.
+		var rec record
+		if set, err := mergeMinute(&rec, nil, p, sc.top, s.cfg.TopPages); err == nil {
+			if p.rec, err = rec.encode(); err == nil {
+				p.set = set
+			}
+		}
+	}
+	sc.buckets, sc.hashes = sorter.buckets, sorter.hashes
+	return r
+}
+
+// mergeRollups adds the records of from to to, key by key.
+func mergeRollups[K comparable](to, from map[K]*record) {
+	for k, r := range from {
+		t := to[k]
+		if t == nil {
+			to[k] = r
+			continue
+		}
+		t.addTotals(r.Requests, r.PageViews, r.Bytes, r.Rejected, &r.Status)
+		if r.hll != nil {
+			if t.hll == nil {
+				t.hll = r.hll
+			} else {
+				t.hll.Merge(r.hll)
+			}
+		}
+	}
+}
+
+// addSketch adds a minute delta's n visitors, prepared as sk, to the
+// minute's record, which has about known visitors already. Small minutes
+// keep a compact sparse sketch; from denseFrom visitors on it is dense.
+func addSketch(r *record, known int64, n int, sk *hyperloglog.Sketch) {
+	if known+int64(n) < denseFrom { // then sk is sparse, as r's
+		if r.hll == nil {
+			r.hll = sk
+		} else {
+			r.hll.Merge(sk)
+		}
+		return
+	}
+	dense := sk
+	if n < denseFrom { // sk is sparse
+		dense = hyperloglog.NewNoSparse()
+		dense.Merge(sk)
+	}
+	if r.hll != nil {
+		dense.Merge(r.hll)
+	}
+	r.hll = dense
+}
