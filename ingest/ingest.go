@@ -66,7 +66,7 @@ type Config struct {
 	ApplyShards int
 	// CommitsInFlight is how many commits a replay may have under way at
 	// once, prepared on several cores while the one before writes: 0
-	// picks one for every 4 cores.
+	// picks one per apply shard, at least one.
 	CommitsInFlight int
 
 	// Sites: where a line's site comes from. PatternSites[i] is the site
@@ -114,7 +114,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet, live bool) {
 	fs.IntVar(&c.MaxSites, "max-sites", c.MaxSites, "most sites counted apart; lines of sites first seen past it count under (other)")
 	if !live {
 		fs.IntVar(&c.ApplyShards, "apply-shards", c.ApplyShards,
-			"goroutines that apply a replay's parsed lines to its batches: 0 picks by the cores (none below 4), -1 none")
+			"goroutines that apply a replay's parsed lines to its batches, and commits prepared at once: 0 picks by the cores (one per 4, none below 4), -1 none")
 	}
 	if live {
 		fs.StringVar(&c.Anchor, "window-end", c.Anchor,

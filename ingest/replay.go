@@ -263,13 +263,16 @@ type Preparer interface {
 }
 
 // commitsInFlight is how many commits Replay may have under way at once:
-// Config.CommitsInFlight, or by default one for every 4 cores, at least
-// one.
+// Config.CommitsInFlight, or by default one per apply shard, at least one
+// (the layout of a machine with many cores goes together).
 func (p *Pipeline) commitsInFlight() int {
 	if p.cfg.CommitsInFlight > 0 {
 		return p.cfg.CommitsInFlight
 	}
-	return max(1, runtime.GOMAXPROCS(0)/4)
+	if p.shards != nil {
+		return p.shards.n
+	}
+	return 1
 }
 
 // waitOldest waits for the oldest commit under way and returns its error;
