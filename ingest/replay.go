@@ -378,6 +378,14 @@ type result struct {
 	scratch []counter.Match
 }
 
+// matchesEnd returns the end of hit i's matches, which start at mi.
+func (r *result) matchesEnd(i, mi int) int {
+	for mi < len(r.matches) && int(r.matches[mi].hit) == i {
+		mi++
+	}
+	return mi
+}
+
 // counted is one counter a hit counts, and the key, keys[start:end].
 type counted struct {
 	hit, counter, start, end int32
@@ -533,9 +541,7 @@ func (p *Pipeline) apply(r *result) {
 	for i := range r.hits {
 		h := &r.hits[i]
 		first := mi
-		for mi < len(r.matches) && int(r.matches[mi].hit) == i {
-			mi++
-		}
+		mi = r.matchesEnd(i, mi)
 		if p.cfg.Anchor == AnchorLog && h.Time > p.last {
 			p.last = h.Time
 			if live {

@@ -151,9 +151,7 @@ func (p *Pipeline) applyShard(sh *shardParts, k, n int, r *result, list []*siteS
 	for i := range r.hits {
 		h := &r.hits[i]
 		first := mi
-		for mi < len(r.matches) && int(r.matches[mi].hit) == i {
-			mi++
-		}
+		mi = r.matchesEnd(i, mi)
 		if shardOf(h, i, n) != k {
 			continue
 		}
