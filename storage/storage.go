@@ -50,6 +50,8 @@ const SchemaVersion = 3
 //	meta/retention                  the retention in force: minutes, hours,
 //	                                days, 3 x uint64 seconds (0: forever)
 //	positions/<file id>             uint64 offset after the last committed line
+//	positions/stream:<path>         int64 unix nanoseconds: where the stream of a
+//	                                followed path starts (see StreamSince)
 //	sites/<site>/minutes/<minute>   record (unix minute, uint64)
 //	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
 //	sites/<site>/hours/<hour>       record (unix hour, uint64)
@@ -515,6 +517,41 @@ func (s *Store) Position(file string) (offset int64, ok bool, err error) {
 		return nil
 	})
 	return offset, ok, err
+}
+
+// streamKey is where the start of a followed path's stream is kept, among
+// the positions: file ids start with "fp:".
+func streamKey(path string) []byte { return []byte("stream:" + path) }
+
+// StreamSince returns the modification time of the oldest file of the
+// stream of a followed path (the file at the path and its rotated copies)
+// that logtally started to read, and whether it has started: what the
+// tailer (tailer.Streams) tells an unread rotated file (newer: rotated
+// away before it could be read) from an archive (older) by, after a run
+// that was stopped before it committed.
+func (s *Store) StreamSince(path string) (since time.Time, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketPositions).Get(streamKey(path))
+		if v == nil {
+			return nil
+		}
+		if len(v) != 8 {
+			return fmt.Errorf("start of the stream of %s: %w", path, ErrCorrupt)
+		}
+		since, ok = time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
+		return nil
+	})
+	return since, ok, err
+}
+
+// SetStreamSince stores where the stream of a followed path starts, in a
+// transaction of its own: the tailer does so before it reads a line of
+// the file that starts it, so that whatever is counted of the stream, a
+// restart knows where the stream starts.
+func (s *Store) SetStreamSince(path string, since time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPositions).Put(streamKey(path), u64(uint64(since.UnixNano())))
+	})
 }
 
 func u64(v uint64) []byte {

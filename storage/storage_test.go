@@ -593,3 +593,40 @@ func TestTallyTakeIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamSinceSurvivesReopen: where a followed path's stream starts is
+// stored apart from the file positions, to the nanosecond, per path, and
+// is there after a restart; a path never followed has none.
+func TestStreamSinceSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := mustOpen(t, Config{Path: path})
+	a := time.Date(2026, 11, 21, 3, 4, 5, 123456789, time.UTC)
+	b := a.Add(-36 * time.Hour)
+	if err := s.SetStreamSince("/var/log/nginx/access.log", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStreamSince("/var/log/nginx/other.log", b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStreamSince("/var/log/nginx/access.log", b); err != nil { // moved back
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, Config{Path: path})
+	for _, tt := range []struct {
+		path string
+		want time.Time
+		ok   bool
+	}{
+		{"/var/log/nginx/access.log", b, true},
+		{"/var/log/nginx/other.log", b, true},
+		{"/var/log/nginx/never.log", time.Time{}, false},
+	} {
+		got, ok, err := s.StreamSince(tt.path)
+		if err != nil || ok != tt.ok || !got.Equal(tt.want) {
+			t.Errorf("StreamSince(%s) = %v, %v, %v; want %v, %v", tt.path, got, ok, err, tt.want, tt.ok)
+		}
+	}
+}

@@ -35,6 +35,11 @@ type Deps struct {
 	// Waker says when to poll the open files again: every Config.Poll if
 	// nil. File-system events and Rescan wake the tailer besides.
 	Waker waker.Waker
+	// Streams keeps where each plain path's stream starts across restarts
+	// (see Tailer.since); with none, a run stopped before its first
+	// commit leaves nothing to tell the files it read, rotated away while
+	// it was stopped, from archives, and the next run passes them over.
+	Streams Streams
 
 	// open stands in for os.Open in tests: a failing file system, since
 	// tests run as root read anything.
@@ -69,7 +74,10 @@ type Tailer struct {
 	// the oldest file of its stream (the file at the path, or a rotated
 	// copy) known to have been read: a rotated copy never read that is not
 	// older than that was rotated away before logtally could open it.
-	since map[string]time.Time
+	// It is loaded from Streams at Run's start and stored there whenever
+	// it moves back, before the file that moved it is read.
+	since   map[string]time.Time
+	streams Streams
 
 	// problems holds, by path, the patterns that match no file and the
 	// files that cannot be opened, as of the last re-scan.
@@ -214,7 +222,7 @@ func (fl *file) remember(c Chunk) {
 // positions gives each file's committed offset; out receives the chunks.
 func New(cfg Config, patterns []string, positions Positions, out chan<- Chunk, deps Deps) *Tailer {
 	t := &Tailer{
-		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: deps.Logger, now: deps.Now, waker: deps.Waker,
+		cfg: cfg.withDefaults(), patterns: patterns, out: out, log: deps.Logger, now: deps.Now, waker: deps.Waker, streams: deps.Streams,
 		offsets: newOffsets(positions), done: make(map[fileKey]doneState), since: make(map[string]time.Time),
 		problems: make(map[string]*problem), warned: make(map[string]time.Time),
 		rescanNow: make(chan struct{}, 1), openPath: openRegular,
@@ -324,6 +332,9 @@ func (t *Tailer) report(path, state string, err error) {
 // again if a file-system event or Rescan asked for it, or if the re-scan
 // interval has passed. Between passes Run waits for the waker.
 func (t *Tailer) Run(ctx context.Context) error {
+	if err := t.loadSince(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	events, watching := t.watch(ctx)
 	defer func() {
@@ -732,11 +743,40 @@ func (t *Tailer) belongs(fl *file) {
 		return
 	}
 	t.since[fl.stream] = fi.ModTime()
+	if t.streams != nil {
+		// Before any line of fl is sent: a line counted is always of a
+		// stream whose start a restart knows.
+		if err := t.streams.SetStreamSince(fl.stream, fi.ModTime()); err != nil {
+			t.log.Warn("cannot store where the log's stream starts", "path", fl.stream, "err", err,
+				"risk", "if logtally stops before its next commit and the log is rotated meanwhile, the next run takes the rotated files for archives and does not read them")
+		}
+	}
 	for k, d := range t.done {
 		if d.passed {
 			delete(t.done, k)
 		}
 	}
+}
+
+// loadSince loads, for each plain path followed, where its stream starts
+// as Streams kept it.
+func (t *Tailer) loadSince() error {
+	if t.streams == nil {
+		return nil
+	}
+	for _, p := range t.patterns {
+		if hasMeta(p) {
+			continue
+		}
+		since, ok, err := t.streams.StreamSince(p)
+		if err != nil {
+			return fmt.Errorf("start of the stream of %s: %w", p, err)
+		}
+		if cur, known := t.since[p]; ok && (!known || since.Before(cur)) {
+			t.since[p] = since
+		}
+	}
+	return nil
 }
 
 // rotatedName reports whether name is path as logrotate and the common

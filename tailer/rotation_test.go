@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally/internal/waker"
 )
 
 // rotateNumbered is logrotate's numbered rotation of path, keeping keep
@@ -148,6 +151,93 @@ func TestTwoRotationsWhileStopped(t *testing.T) {
 			defer s.mu.Unlock()
 			if got, want := s.order[100:], lines(100, 450); !slices.Equal(got, want) {
 				t.Errorf("after the restart, lines came in this order:\n%v\nwant the oldest file's first", got)
+			}
+		})
+	}
+}
+
+// memStreams keeps the starts of streams as the database does, for runs of
+// a test to share.
+type memStreams struct {
+	mu    sync.Mutex
+	since map[string]time.Time
+	sets  int
+}
+
+func (m *memStreams) StreamSince(path string) (time.Time, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.since[path]
+	return s, ok, nil
+}
+
+func (m *memStreams) SetStreamSince(path string, since time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.since == nil {
+		m.since = make(map[string]time.Time)
+	}
+	m.since[path] = since
+	m.sets++
+	return nil
+}
+
+// TestRotatedAwayBeforeFirstCommit: logtally's first run read the log and
+// was stopped before anything of it was committed (no position is known);
+// the log was then rotated twice while it was stopped. The start of the
+// stream, kept in Streams before its first line was read, tells the next
+// run that both rotated files are the stream's, to read from their start,
+// and that an archive from before the first run is not. The start is
+// stored once: the files read after it do not move it.
+func TestRotatedAwayBeforeFirstCommit(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gzip=%v", gz), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "access.log")
+			appendFile(t, path, lines(5000, 5010))
+			age(t, path)
+			rotateNumbered(t, path, 14) // an archive from before logtally: never read
+			// Each file of the stream an hour apart, as the files of a log
+			// rotated hourly are: a rotated file is then older than the
+			// file at the path.
+			hoursAgo := func(n int) {
+				at := time.Now().Add(-time.Duration(n) * time.Hour)
+				if err := os.Chtimes(path, at, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			appendFile(t, path, lines(0, 100))
+			hoursAgo(3)
+			streams := new(memStreams)
+			followStreams := func(s *sink) *run {
+				w := new(waker.Test)
+				r := start(t, testConfig, Deps{Waker: w, Streams: streams}, s, path)
+				r.waker = w
+				return r
+			}
+			r := followStreams(newSink())
+			r.waitFor(100)
+			r.stop() // killed before its first commit
+
+			appendFile(t, path, lines(100, 150))
+			hoursAgo(2)
+			rotateNumbered(t, path, 14)
+			appendFile(t, path, lines(150, 400))
+			hoursAgo(1)
+			rotateNumbered(t, path, 14)
+			if gz {
+				compress(t, path+".1")
+				compress(t, path+".2")
+			}
+			appendFile(t, path, lines(400, 450))
+
+			s := newSink() // nothing committed: no position is known
+			r = followStreams(s)
+			r.waitFor(450)
+			r.step()
+			s.check(t, lines(0, 450))
+			if streams.sets != 1 {
+				t.Errorf("the stream's start was stored %d times, want once", streams.sets)
 			}
 		})
 	}

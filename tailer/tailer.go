@@ -194,6 +194,16 @@ func isGzip(path string) bool { return strings.HasSuffix(path, ".gz") }
 // Positions looks up the committed read offset of a file identity.
 type Positions func(id string) (offset int64, ok bool, err error)
 
+// Streams keeps, for each plain path followed, the modification time of
+// the oldest file of its stream that logtally started to read: where the
+// stream starts, for the next run to tell a file rotated away unread
+// (newer) from an archive (older). The database that keeps the positions
+// keeps it too (*storage.Store).
+type Streams interface {
+	StreamSince(path string) (since time.Time, ok bool, err error)
+	SetStreamSince(path string, since time.Time) error
+}
+
 // offsets tells where to start reading a file known by its identity. It
 // keeps, by identity, the offset just after the last chunk sent: that is
 // ahead of the committed positions until the consumer commits, and it is

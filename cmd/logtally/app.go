@@ -349,7 +349,7 @@ func (m *Main) run(ctx context.Context) error {
 	chunks := make(chan tailer.Chunk, 8)
 	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now, StoreFile: m.store.FileErr}
 	if len(m.patterns) > 0 {
-		m.tail = tailer.New(m.Tailer, m.patterns, m.store.Position, chunks, tailer.Deps{Logger: m.Logger})
+		m.tail = tailer.New(m.Tailer, m.patterns, m.store.Position, chunks, tailer.Deps{Logger: m.Logger, Streams: m.store})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
 	}
 	m.done = make(chan error, 1)
