@@ -53,6 +53,7 @@ func TestImportLayers(t *testing.T) {
 		forbidden []string // import paths, or prefixes ending in "/"
 	}{
 		{".", []string{module + "/"}},
+		{"tally", []string{module + "/parser", module + "/classify", module + "/window", module + "/storage", module + "/tailer", module + "/ingest", module + "/api", module + "/fleet", module + "/counter", "go.etcd.io/bbolt"}},
 		{"parser", []string{module + "/", "go.etcd.io/bbolt"}},
 		{"classify", []string{module + "/window", module + "/storage", module + "/ingest", module + "/api", module + "/tailer", "go.etcd.io/bbolt"}},
 		{"window", []string{module + "/parser", module + "/classify", module + "/storage", module + "/tailer", "github.com/satyrius/gonx", "go.etcd.io/bbolt"}},

@@ -14,6 +14,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tally"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -45,7 +46,7 @@ func dayStore(t *testing.T) *storage.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	b := logtally.NewBatch()
+	b := tally.NewBatch()
 	for m := range 24 * 60 {
 		b.Add(&logtally.Hit{Time: day.Unix() + int64(60*m), Path: []byte("/"), Status: 200, PageView: true,
 			Visitor: uint64(m%7+1) * 0x9e3779b97f4a7c15}, false)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // Apply adds batch seq of node to the fleet's counts, exactly once: in one
@@ -28,7 +29,7 @@ import (
 // The batch is sent as a few statements over arrays, in one round trip, so
 // a 50,000-line batch costs about as many round trips as a small one.
 // Apply does not change b.
-func (s *Store) Apply(ctx context.Context, node string, seq uint64, b *logtally.Batch) (applied bool, err error) {
+func (s *Store) Apply(ctx context.Context, node string, seq uint64, b *tally.Batch) (applied bool, err error) {
 	if node == "" {
 		return false, errors.New("fleet: apply: no node name")
 	}
@@ -81,7 +82,7 @@ type countRows struct {
 // sums are the counts a delta adds to a row.
 type sums [9]int64
 
-func (c *sums) add(d *logtally.Delta) {
+func (c *sums) add(d *tally.Delta) {
 	c[0] += d.Requests
 	c[1] += d.PageViews
 	c[2] += d.Bytes
@@ -132,7 +133,7 @@ type bucket struct {
 // prepare turns b into rows, before any transaction is open. now decides
 // which buckets' visitor sets may already be pruned (sealed): their
 // visitors are left out and their rows marked approximate.
-func (s *Store) prepare(b *logtally.Batch, now time.Time) *payload {
+func (s *Store) prepare(b *tally.Batch, now time.Time) *payload {
 	p := &payload{}
 	sealedBefore := now.Add(-s.cfg.VisitorSpan) // a bucket ending at or before this is sealed
 	names := b.Paths()

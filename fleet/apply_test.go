@@ -13,6 +13,7 @@ import (
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/tally"
 )
 
 // line is one log line as the truth sees it.
@@ -32,7 +33,7 @@ type line struct {
 // commit.
 type workload struct {
 	lines   []line
-	batches [][]*logtally.Batch // per node, in sequence order
+	batches [][]*tally.Batch // per node, in sequence order
 }
 
 // t0 is five minutes before midnight UTC, so that the lines span an hour
@@ -47,10 +48,10 @@ const liveSpan = 600
 // t0+600), visitors and paths drawn from pools shared by all nodes, some
 // lines rejected.
 func generate(rng *rand.Rand, nodes, batches, lines int) *workload {
-	w := &workload{batches: make([][]*logtally.Batch, nodes)}
+	w := &workload{batches: make([][]*tally.Batch, nodes)}
 	for n := range nodes {
 		for bi := range batches {
-			b := logtally.NewBatch()
+			b := tally.NewBatch()
 			var newest int64
 			for range lines {
 				sec := t0 - 1200 + rng.Int64N(1800)
@@ -464,7 +465,7 @@ func TestApplyDecodedBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var shipped logtally.Batch
+			var shipped tally.Batch
 			if err := shipped.UnmarshalBinary(enc); err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
 	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tally"
 )
 
 // benchSource makes one node's batches as a busy site's would be: seven
@@ -28,8 +29,8 @@ type benchSource struct {
 
 var benchDBs atomic.Int64 // numbers the benchmarks' databases
 
-func (src *benchSource) batch(lines int) *logtally.Batch {
-	b := logtally.NewBatch()
+func (src *benchSource) batch(lines int) *tally.Batch {
+	b := tally.NewBatch()
 	for range lines {
 		sec := src.t0 + src.n/src.rate
 		src.n++
@@ -65,7 +66,7 @@ func BenchmarkApply(b *testing.B) {
 					sources[n] = &benchSource{rng: rand.New(rand.NewPCG(uint64(n), 1)), rate: 5000, t0: now.Unix()}
 				}
 				ctx := context.Background()
-				batches := make([]*logtally.Batch, nodes)
+				batches := make([]*tally.Batch, nodes)
 				b.ReportAllocs()
 				b.ResetTimer()
 				var elapsed time.Duration

@@ -11,6 +11,7 @@ import (
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/tally"
 )
 
 // shipper applies one node's batches in order the way the daemon's shipper
@@ -19,7 +20,7 @@ import (
 type shipper struct {
 	s       *Store
 	node    string
-	batches []*logtally.Batch
+	batches []*tally.Batch
 	// shipped is called after batch seq is acknowledged.
 	shipped func(seq uint64)
 	retries atomic.Int64

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // shipment is the state of a Node's shipping to one Store.
@@ -40,7 +41,7 @@ func (n *Node) ship(ctx context.Context, st *Store) {
 			backoff = minBackoff
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, ErrGap) || errors.Is(err, ErrNodeReused) || errors.Is(err, logtally.ErrBadBatch):
+		case errors.Is(err, ErrGap) || errors.Is(err, ErrNodeReused) || errors.Is(err, tally.ErrBadBatch):
 			n.stop(err)
 			return
 		default:
@@ -116,7 +117,7 @@ func (sh *shipment) next(ctx context.Context) error {
 	if e.Seq != sh.acked+1 {
 		return fmt.Errorf("fleet: outbox entry %d follows %d: %w", e.Seq, sh.acked, ErrGap)
 	}
-	var b logtally.Batch
+	var b tally.Batch
 	if err := b.UnmarshalBinary(e.Batch); err != nil {
 		return fmt.Errorf("fleet: outbox entry %d: %w", e.Seq, err)
 	}

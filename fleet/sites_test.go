@@ -6,6 +6,7 @@ import (
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/tally"
 )
 
 // TestApplySeveralSites: a node's outbox numbers the batches of all its
@@ -15,15 +16,15 @@ func TestApplySeveralSites(t *testing.T) {
 	srv := pgtest.Start(t)
 	ctx := testContext(t)
 	s := open(t, srv.URL(), "a", time.Unix(t0+3600, 0))
-	batch := func(site string, n int) *logtally.Batch {
-		b := logtally.NewSiteBatch(site)
+	batch := func(site string, n int) *tally.Batch {
+		b := tally.NewSiteBatch(site)
 		for i := range n {
 			b.Add(&logtally.Hit{Time: t0 + int64(i), Visitor: uint64(i%3 + 1), Path: []byte("/p"), Status: 200, PageView: true}, false)
 			b.AddLines(1)
 		}
 		return b
 	}
-	seq := []*logtally.Batch{batch("blog.example.org", 5), batch(logtally.AllSites, 5), batch("shop.example.org", 7),
+	seq := []*tally.Batch{batch("blog.example.org", 5), batch(logtally.AllSites, 5), batch("shop.example.org", 7),
 		batch(logtally.AllSites, 7), batch("blog.example.org", 2), batch(logtally.AllSites, 2)}
 	for i, b := range seq {
 		if applied, err := s.Apply(ctx, "a", uint64(i+1), b); !applied || err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/tally"
 	"github.com/logtally/logtally/window"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -196,7 +197,7 @@ type Deps struct {
 // Committer is where batches go: *storage.Store, or a test's failing double.
 // The batches of one call, one per site, commit together or not at all.
 type Committer interface {
-	Commit(...*logtally.Batch) error
+	Commit(...*tally.Batch) error
 }
 
 // Pipeline is the ingest loop. Its counters may be read from any goroutine.
@@ -237,7 +238,7 @@ type Pipeline struct {
 	flight    []*flight // Replay's commits under way, oldest first
 	shards    *shards   // Replay's apply workers; nil when it applies alone
 	publishes int       // publish calls, for the counters' pace
-	batches   []*logtally.Batch
+	batches   []*tally.Batch
 	last      int64 // newest line second seen, for AnchorLog
 	pool      sync.Pool
 	// judged is set once the first lines have had their verdict (see
@@ -303,7 +304,7 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		if deps.Window == nil {
 			return nil, errors.New("ingest: no window")
 		}
-		p.all = &siteState{name: logtally.DefaultSite, win: deps.Window, batch: logtally.NewBatch()}
+		p.all = &siteState{name: logtally.DefaultSite, win: deps.Window, batch: tally.NewBatch()}
 		p.list = []*siteState{p.all}
 		p.byName[p.all.name] = p.all
 		p.index.Store(&siteIndex{byName: map[string]*window.Window{p.all.name: p.all.win}, names: []string{p.all.name}})

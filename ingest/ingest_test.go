@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/tally"
 	"github.com/logtally/logtally/window"
 )
 
@@ -27,7 +27,7 @@ type flakyStore struct {
 
 var errDiskFull = errors.New("no space left on device")
 
-func (f *flakyStore) Commit(bs ...*logtally.Batch) error {
+func (f *flakyStore) Commit(bs ...*tally.Batch) error {
 	f.attempts.Add(1)
 	if f.failing.Load() {
 		return errDiskFull

@@ -14,6 +14,7 @@ import (
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/tally"
 	"github.com/logtally/logtally/window"
 )
 
@@ -165,12 +166,12 @@ func (p *Pipeline) handOff() error {
 		}
 	}
 	c := &flight{done: make(chan struct{}), merged: make(chan struct{})}
-	bs := make([]*logtally.Batch, 0, len(p.touched)+1)
+	bs := make([]*tally.Batch, 0, len(p.touched)+1)
 	// With shards, the batches handed off by site id and counter index,
 	// for the shards' to merge into.
-	var sites, counters []*logtally.Batch
+	var sites, counters []*tally.Batch
 	if p.shards != nil {
-		sites, counters = make([]*logtally.Batch, len(p.list)), make([]*logtally.Batch, len(p.counters))
+		sites, counters = make([]*tally.Batch, len(p.list)), make([]*tally.Batch, len(p.counters))
 	}
 	take := func(s *siteState) {
 		b := s.batch
@@ -184,7 +185,7 @@ func (p *Pipeline) handOff() error {
 		if n := len(s.free); n > 0 {
 			s.batch, s.free = s.free[n-1], s.free[:n-1]
 		} else {
-			s.batch = logtally.NewSiteBatch(s.name)
+			s.batch = tally.NewSiteBatch(s.name)
 		}
 		s.inBatch = false
 	}
@@ -252,14 +253,14 @@ type flight struct {
 	err     error         // set before done is closed
 	merged  chan struct{} // closed once the shards' batches are merged into it
 	sites   []*siteState  // whose batches it commits, in order
-	batches []*logtally.Batch
+	batches []*tally.Batch
 }
 
 // Preparer is a Committer that can prepare a commit before writing it
 // (*storage.Store): Replay then prepares several at once, on several
 // cores, while one writes. The commit it returns writes what was prepared.
 type Preparer interface {
-	Prepare(...*logtally.Batch) (commit func() error, err error)
+	Prepare(...*tally.Batch) (commit func() error, err error)
 }
 
 // commitsInFlight is how many commits Replay may have under way at once:

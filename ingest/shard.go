@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // Replay's apply step, sharded. Parsing runs on every core; applying the
@@ -16,7 +17,7 @@ import (
 // site of each hit), and hands each result to every shard; shard k adds
 // the hits whose visitor falls in its k-th of the hash range, to batches
 // of its own. A commit merges each site's batches, the coordinator's and
-// every shard's, into one (logtally.Batch.Merge) and commits it with the
+// every shard's, into one (tally.Batch.Merge) and commits it with the
 // positions, so exactly-once holds as before: one transaction carries
 // every shard's part of every line before the positions it stores.
 //
@@ -48,7 +49,7 @@ type shardMsg struct {
 // shardParts are one shard's batches: a site's by its id (siteState.id),
 // a counter's by its index; nil where the shard saw none of its lines.
 type shardParts struct {
-	sites, counters []*logtally.Batch
+	sites, counters []*tally.Batch
 }
 
 // shardOf returns the shard of hit i of a result: by visitor when it has
@@ -117,9 +118,9 @@ func (ss *shards) cut() {
 // empties them and gives them back for the shard's next cut. The merges
 // of successive cuts go one after the other. A shard's lines of a site the
 // coordinator did not hand off would be lost: an error, never the case.
-func (ss *shards) merge(sites, counters []*logtally.Batch) error {
+func (ss *shards) merge(sites, counters []*tally.Batch) error {
 	var err error
-	into := func(to []*logtally.Batch, from []*logtally.Batch) {
+	into := func(to []*tally.Batch, from []*tally.Batch) {
 		for id, b := range from {
 			if b == nil || b.Empty() {
 				continue
@@ -173,13 +174,13 @@ func (p *Pipeline) applyShard(sh *shardParts, k, n int, r *result, list []*siteS
 
 // batchOf returns the batch at id in bs, made for the site list[id] names
 // if there is none yet.
-func batchOf(bs *[]*logtally.Batch, id int, list []*siteState) *logtally.Batch {
+func batchOf(bs *[]*tally.Batch, id int, list []*siteState) *tally.Batch {
 	if id >= len(*bs) {
-		*bs = append(*bs, make([]*logtally.Batch, id+1-len(*bs))...)
+		*bs = append(*bs, make([]*tally.Batch, id+1-len(*bs))...)
 	}
 	b := (*bs)[id]
 	if b == nil {
-		b = logtally.NewSiteBatch(list[id].name)
+		b = tally.NewSiteBatch(list[id].name)
 		(*bs)[id] = b
 	}
 	return b

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 	"github.com/logtally/logtally/window"
 )
 
@@ -67,13 +68,13 @@ type siteState struct {
 	// counter is set for a named counter's state.
 	counter bool
 	win     *window.Window
-	batch   *logtally.Batch
+	batch   *tally.Batch
 	// inBatch is set while batch holds lines: the site is in
 	// Pipeline.touched.
 	inBatch bool
 	// free are emptied batches for a replay to fill while batch commits
 	// (see handOff).
-	free []*logtally.Batch
+	free []*tally.Batch
 }
 
 // siteIndex is what readers see of the sites: replaced, never changed, when
@@ -122,7 +123,7 @@ func (p *Pipeline) addSite(name string) (*siteState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("site %s: %w", name, err)
 	}
-	s := &siteState{name: name, id: len(p.list), win: win, batch: logtally.NewSiteBatch(name)}
+	s := &siteState{name: name, id: len(p.list), win: win, batch: tally.NewSiteBatch(name)}
 	p.byName[name] = s
 	p.list = append(p.list, s)
 	if name != logtally.AllSites && name != logtally.OtherSite {
@@ -232,7 +233,7 @@ func (p *Pipeline) addCounter(name string) error {
 	if err != nil {
 		return fmt.Errorf("counter %s: %w", name, err)
 	}
-	p.counters = append(p.counters, &siteState{name: site, id: len(p.counters), counter: true, win: win, batch: logtally.NewSiteBatch(site)})
+	p.counters = append(p.counters, &siteState{name: site, id: len(p.counters), counter: true, win: win, batch: tally.NewSiteBatch(site)})
 	p.counterWins[name] = win
 	return nil
 }

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/tally"
 	"github.com/logtally/logtally/window"
 )
 
@@ -28,7 +28,7 @@ type failing struct {
 	fail atomic.Bool
 }
 
-func (f *failing) Commit(bs ...*logtally.Batch) error {
+func (f *failing) Commit(bs ...*tally.Batch) error {
 	if f.fail.Load() {
 		return errors.New("write: no space left on device")
 	}

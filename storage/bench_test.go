@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // fillBatch adds n hits of a busy site, starting at start and 10,000,000
 // lines a day apart: 100,000 paths, 200,000 visitors, two thirds page views.
-func fillBatch(b *logtally.Batch, rng *rand.Rand, paths [][]byte, start time.Time, n int, live bool) time.Time {
+func fillBatch(b *tally.Batch, rng *rand.Rand, paths [][]byte, start time.Time, n int, live bool) time.Time {
 	step := 24 * time.Hour / 10_000_000
 	for i := range n {
 		t := start.Add(time.Duration(i) * step)
@@ -65,7 +66,7 @@ func BenchmarkCommit50k(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	paths := makePaths(100_000)
 	at := t0
-	batch := logtally.NewBatch()
+	batch := tally.NewBatch()
 	for range 20 { // history to commit on top of
 		at = fillBatch(batch, rng, paths, at, 50_000, false)
 		if err := s.Commit(batch); err != nil {
@@ -119,7 +120,7 @@ func openBenchDay(b *testing.B) *Store {
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		paths := makePaths(100_000)
-		batch := logtally.NewBatch()
+		batch := tally.NewBatch()
 		const lines, per = 2_000_000, 50_000
 		step := 24 * time.Hour / lines
 		for i := 0; i < lines; i += per {
@@ -181,7 +182,7 @@ func BenchmarkCommitStages(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			paths := makePaths(200)
 			at := t0.Unix() * 10 // tenths of a second
-			batch := logtally.NewBatch()
+			batch := tally.NewBatch()
 			fill := func() {
 				batch.Reset()
 				for range 50_000 {
@@ -193,7 +194,7 @@ func BenchmarkCommitStages(b *testing.B) {
 					at++
 				}
 			}
-			bs := []*logtally.Batch{batch}
+			bs := []*tally.Batch{batch}
 			entries := make([][]byte, 1)
 			b.ReportAllocs()
 			for range b.N {

@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // filledDB returns the path of a new copy of a database of five hours of
@@ -34,7 +35,7 @@ func filledDB(t *testing.T) string {
 			return
 		}
 		for c := range 10 {
-			b := logtally.NewBatch()
+			b := tally.NewBatch()
 			for m := c * 30; m < (c+1)*30; m++ {
 				for i := range 20 {
 					addHit(b, logtally.Hit{Time: t0.Add(time.Duration(m)*time.Minute).Unix() + int64(i), PageView: true,

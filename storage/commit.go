@@ -9,6 +9,7 @@ import (
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -25,7 +26,7 @@ import (
 // A minute, hour or day older than its retention, counted back from the
 // newest line stored in the site (this batch's included), is not written:
 // its lines count in the coarser resolutions that keep them.
-func (s *Store) Commit(bs ...*logtally.Batch) error {
+func (s *Store) Commit(bs ...*tally.Batch) error {
 	commit, err := s.Prepare(bs...)
 	if err != nil {
 		return err
@@ -40,7 +41,7 @@ func (s *Store) Commit(bs ...*logtally.Batch) error {
 // their visitors in place). The commits of one source of lines are still
 // written in the order of their lines, one after the other; to try a
 // failed one again, prepare it again.
-func (s *Store) Prepare(bs ...*logtally.Batch) (commit func() error, err error) {
+func (s *Store) Prepare(bs ...*tally.Batch) (commit func() error, err error) {
 	now := s.now()
 	entries := make([][]byte, len(bs))
 	for i, b := range bs {
@@ -68,7 +69,7 @@ func (s *Store) Prepare(bs ...*logtally.Batch) (commit func() error, err error) 
 // and their minutes prepared: what it does serially, in one transaction.
 // The preparing, on several cores and with nothing stored to read, holds
 // no lock.
-func (s *Store) commitPrepared(bs []*logtally.Batch, entries [][]byte, preps []prepared) error {
+func (s *Store) commitPrepared(bs []*tally.Batch, entries [][]byte, preps []prepared) error {
 	now := s.now()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -140,14 +141,14 @@ func (s *Store) commitPrepared(bs []*logtally.Batch, entries [][]byte, preps []p
 // outbox entry, in tx, with its minutes prepared as p; it returns the
 // change to the site's path log and the lines it kept in each resolution.
 // The caller holds writeMu.
-func (s *Site) commit(tx *bolt.Tx, b *logtally.Batch, p *prepared) (*logChange, logtally.Kept, error) {
+func (s *Site) commit(tx *bolt.Tx, b *tally.Batch, p *prepared) (*logChange, logtally.Kept, error) {
 	var kept logtally.Kept
 	sc := &s.st.scratch
 	sc.pages.grow(len(b.Paths()))
 	sc.day.grow(len(b.Paths()))
 	var dayPaths []dayDelta
 
-	deltas := make([]*logtally.Delta, len(p.minutes))
+	deltas := make([]*tally.Delta, len(p.minutes))
 	minutes := make([]int64, len(p.minutes))
 	for i, m := range p.minutes {
 		minutes[i], deltas[i] = m.minute, m.d
@@ -201,7 +202,7 @@ func (s *Site) commit(tx *bolt.Tx, b *logtally.Batch, p *prepared) (*logChange, 
 
 // secondPairs returns each path's distinct visitors in a second's delta,
 // sorted: its page views' paths and visitors, index by index.
-func secondPairs(d *logtally.Delta, names []string) map[string][]uint64 {
+func secondPairs(d *tally.Delta, names []string) map[string][]uint64 {
 	if len(d.Views) == 0 || len(d.Views) != len(d.Visitors) {
 		return nil
 	}
@@ -219,7 +220,7 @@ func secondPairs(d *logtally.Delta, names []string) map[string][]uint64 {
 
 // advanceFloors moves the newest line stored to the newest of a batch's
 // minutes with a request, and returns the retention floors that follow.
-func (s *Site) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*logtally.Delta) (floors, error) {
+func (s *Site) advanceFloors(tx *bolt.Tx, minutes []int64, deltas []*tally.Delta) (floors, error) {
 	for i := len(minutes) - 1; i >= 0; i-- {
 		if deltas[i].Requests > 0 {
 			if err := s.advance(tx, minutes[i]); err != nil {
@@ -253,7 +254,7 @@ func (s *Store) Kept() logtally.Kept {
 }
 
 // rollup adds a minute's delta to the hour or day record it belongs to.
-func rollup[K comparable](m map[K]*record, k K, d *logtally.Delta) {
+func rollup[K comparable](m map[K]*record, k K, d *tally.Delta) {
 	r := m[k]
 	if r == nil {
 		r = &record{}
@@ -388,7 +389,7 @@ func getUvarint(b []byte) uint64 {
 
 // commitSeconds stores the live window's per-second state and drops the
 // seconds that have left the window.
-func (s *Site) commitSeconds(tx *bolt.Tx, b *logtally.Batch) error {
+func (s *Site) commitSeconds(tx *bolt.Tx, b *tally.Batch) error {
 	sb := s.bucket(tx, bucketSeconds)
 	sc := &s.st.scratch
 	counter := logtally.IsCounterSite(s.name) // keeps its pairs: see second.Pairs

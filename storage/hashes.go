@@ -4,12 +4,12 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // prepare sorts a delta's visitors and drops repeats. It changes nothing a
 // commit stores, so that a batch whose commit failed can be committed again.
-func prepare(c *logtally.Delta, sc *scratch) {
+func prepare(c *tally.Delta, sc *scratch) {
 	sortHashes(c.Visitors, sc)
 	c.Visitors = slices.Compact(c.Visitors)
 }

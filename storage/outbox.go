@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
 // The outbox is what fleet mode adds to a commit: each batch it committed,
-// encoded (logtally.Batch.MarshalBinary, which names the batch's site) and
+// encoded (tally.Batch.MarshalBinary, which names the batch's site) and
 // numbered, written in the same transaction as the counts and read
 // positions. There is one outbox for all sites, under the default site's
 // buckets, where it was before stores counted several sites: its numbers
@@ -79,7 +80,7 @@ func (s *Store) openOutbox(tx *bolt.Tx) error {
 // entry encodes what a commit of b adds to the outbox: nil when
 // commits do not write one, or b holds nothing to ship (only read
 // positions). It fails with ErrOutboxFull when the outbox is full.
-func (o *Outbox) entry(b *logtally.Batch, now time.Time) ([]byte, error) {
+func (o *Outbox) entry(b *tally.Batch, now time.Time) ([]byte, error) {
 	cfg := o.s.cfg
 	if !cfg.Outbox || b.MinuteCount() == 0 {
 		return nil, nil

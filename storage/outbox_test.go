@@ -7,12 +7,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // outboxBatch is a small batch with live seconds, as run commits them.
-func outboxBatch(visitor uint64) *logtally.Batch {
-	b := logtally.NewBatch()
+func outboxBatch(visitor uint64) *tally.Batch {
+	b := tally.NewBatch()
 	addHit(b, page(0, visitor, "/a"), 200, 10, true)
 	addHit(b, page(61, visitor+1, "/b"), 200, 10, true)
 	addHit(b, asset(62), 200, 10, true)
@@ -40,7 +40,7 @@ func TestOutboxEntryPerCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	positions := logtally.NewBatch()
+	positions := tally.NewBatch()
 	positions.SetPosition("fp:1", 400)
 	if err := s.Commit(positions); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestOutboxEntryPerCommit(t *testing.T) {
 		if e.Seq != uint64(i+1) || string(e.Batch) != string(want[i]) || !e.Committed.Equal(fixedNow()) {
 			t.Errorf("entry %d: seq %d, committed %s, batch equal %v", i+1, e.Seq, e.Committed, string(e.Batch) == string(want[i]))
 		}
-		var b logtally.Batch
+		var b tally.Batch
 		if err := b.UnmarshalBinary(e.Batch); err != nil || b.Lines() != 3 {
 			t.Errorf("entry %d decodes to %d lines, %v", i+1, b.Lines(), err)
 		}

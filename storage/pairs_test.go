@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -16,8 +17,8 @@ import (
 func TestCounterSecondsKeepPairs(t *testing.T) {
 	s := mustOpen(t, Config{})
 	const sec = 1_795_000_000
-	batch := func(site string, hits ...[2]uint64) *logtally.Batch {
-		b := logtally.NewSiteBatch(site)
+	batch := func(site string, hits ...[2]uint64) *tally.Batch {
+		b := tally.NewSiteBatch(site)
 		for _, h := range hits {
 			b.Add(&logtally.Hit{Time: sec, Visitor: h[1], Path: []byte(fmt.Sprintf("k%d", h[0])), PageView: true, Status: 200}, true)
 		}
@@ -61,7 +62,7 @@ func TestCounterSecondsKeepPairs(t *testing.T) {
 func TestRetriedCommitKeepsSecondVisitors(t *testing.T) {
 	s := mustOpen(t, Config{})
 	const sec = 1_795_000_000
-	b := logtally.NewSiteBatch("a.example")
+	b := tally.NewSiteBatch("a.example")
 	for _, v := range []uint64{9, 3, 9, 9, 5} {
 		b.Add(&logtally.Hit{Time: sec, Visitor: v, Path: []byte("/p"), PageView: true, Status: 200}, true)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -693,7 +694,7 @@ func (s *Store) writeTx(fn func(tx *bolt.Tx) ([]siteChange, error)) error {
 // compaction adds them to) may reach the all-time cap: pending counts are
 // final only while nothing is capped at compaction. Days before floor are
 // past the retention of per-day page counts.
-func (s *Site) logPaths(tx *bolt.Tx, b *logtally.Batch, days []dayDelta, floor uint32) (*logChange, error) {
+func (s *Site) logPaths(tx *bolt.Tx, b *tally.Batch, days []dayDelta, floor uint32) (*logChange, error) {
 	l := s.log
 	counters := s.bucket(tx, bucketCounters)
 	lb := s.bucket(tx, bucketPathLog)

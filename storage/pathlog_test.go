@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -25,7 +26,7 @@ type view struct {
 // commitViews commits page views in one batch.
 func commitViews(t *testing.T, s *Store, views []view) {
 	t.Helper()
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		for _, v := range views {
 			addHit(b, page(v.sec, 1, v.path), 200, 0, false)
 		}
@@ -318,7 +319,7 @@ func TestFailedCommitLeavesPathLog(t *testing.T) {
 	s := mustOpen(t, Config{MaxDayPaths: 3})
 	commitViews(t, s, []view{{0, "/a"}, {1, "/b"}})
 	before := answers(t, s, []string{"/a", "/b", "/c", "/d"}, t0)
-	b := logtally.NewBatch()
+	b := tally.NewBatch()
 	addHit(b, page(2, 1, "/c"), 200, 0, false)
 	addHit(b, page(3, 1, "/d"), 200, 0, false) // over the cap: other
 	b.SetPosition(strings.Repeat("x", bolt.MaxKeySize+1), 1)
@@ -343,12 +344,12 @@ func TestFailedCommitLeavesPathLog(t *testing.T) {
 // positions are there together, and the answers are the same.
 func TestCrashCopyHasLogAndPositions(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(0, 1, "/a"), 200, 0, false)
 		addHit(b, page(1, 2, "/b"), 200, 0, false)
 		b.SetPosition("a.log", 100)
 	})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(2, 1, "/a"), 200, 0, false)
 		b.SetPosition("a.log", 200)
 	})
@@ -417,7 +418,7 @@ func TestPathLogBounds(t *testing.T) {
 	const perCommit = 50_000
 	woken := false
 	for c := range 12 {
-		b := logtally.NewBatch()
+		b := tally.NewBatch()
 		for i := range perCommit {
 			// Two days a commit, six days in all.
 			sec := int64((c/2)*24*3600 + (i%2)*12*3600 + i%3600)
@@ -543,7 +544,7 @@ func TestPathCountsDuringCompaction(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 200 {
-			b := logtally.NewBatch()
+			b := tally.NewBatch()
 			for j := range 3 {
 				addHit(b, page(int64(i), uint64(j), "/x"), 200, 0, false)
 			}
@@ -594,7 +595,7 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 	s := mustOpen(t, Config{})
 	maxLog, compactions := int64(0), 0
 	for c := range 40 {
-		b := logtally.NewBatch()
+		b := tally.NewBatch()
 		for i := range 5000 {
 			addHit(b, page(int64(c*600+i%600), uint64(i), fmt.Sprintf("/articles/%d", (c*5000+i)%40_000)), 200, 0, false)
 		}
@@ -630,7 +631,7 @@ func TestCompactionFollowsShardSize(t *testing.T) {
 func TestFileGrowsInSmallSteps(t *testing.T) {
 	s := mustOpen(t, Config{})
 	for c := range 8 {
-		b := logtally.NewBatch()
+		b := tally.NewBatch()
 		for i := range 20_000 {
 			addHit(b, page(int64(c*3600+i%3600), uint64(c*20_000+i), fmt.Sprintf("/p/%d", i)), 200, 0, false)
 		}
@@ -664,7 +665,7 @@ func TestReadersDoNotWaitForCommit(t *testing.T) {
 		want  int64 // page views of /x once the write is in the file
 	}{
 		{"commit", func(s *Store) error {
-			b := logtally.NewBatch()
+			b := tally.NewBatch()
 			for i := range 3 {
 				addHit(b, page(int64(i), 1, "/x"), 200, 0, false)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // A commit's write transaction is one goroutine (bbolt has one writer),
@@ -23,8 +24,8 @@ import (
 // transaction.
 type minutePrep struct {
 	minute int64
-	d      *logtally.Delta // its visitors sorted, repeats dropped
-	day    string          // dayKey of the minute, in the site's zone
+	d      *tally.Delta // its visitors sorted, repeats dropped
+	day    string       // dayKey of the minute, in the site's zone
 	// hll holds the delta's visitors: sparse below denseFrom of them,
 	// dense from it (see addSketch).
 	hll *hyperloglog.Sketch
@@ -43,7 +44,7 @@ type rollups struct {
 
 // prepScratch is one preparing goroutine's reusable memory.
 type prepScratch struct {
-	pages   tally
+	pages   pathTally
 	top     []logtally.PageCount
 	buckets []int32
 	hashes  []uint64
@@ -73,7 +74,7 @@ func (s *Store) release(ps []prepared) {
 
 // prepare prepares the minutes of every batch, the batches at once when
 // there are several.
-func (s *Store) prepare(bs []*logtally.Batch) []prepared {
+func (s *Store) prepare(bs []*tally.Batch) []prepared {
 	out := make([]prepared, len(bs))
 	if len(bs) == 1 {
 		out[0] = s.prepareMinutes(bs[0])
@@ -94,7 +95,7 @@ func (s *Store) prepare(bs []*logtally.Batch) []prepared {
 
 // prepareMinutes prepares every minute of b (see minutePrep), in time
 // order, with their hours and days.
-func (s *Store) prepareMinutes(b *logtally.Batch) prepared {
+func (s *Store) prepareMinutes(b *tally.Batch) prepared {
 	p := prepared{minutes: make([]minutePrep, 0, b.MinuteCount())}
 	for minute, d := range b.Minutes() {
 		p.minutes = append(p.minutes, minutePrep{minute: minute, d: d})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // recordEncoding is the version byte that starts every stored minute, hour
@@ -29,7 +30,7 @@ func (r *record) sketch() *hyperloglog.Sketch {
 }
 
 // add adds a delta's counts (not its visitors or pages) to r.
-func (r *record) add(d *logtally.Delta) {
+func (r *record) add(d *tally.Delta) {
 	r.addTotals(d.Requests, d.PageViews, d.Bytes, d.Rejected, &d.Status)
 }
 
@@ -306,21 +307,21 @@ func mergeInto[T cmp.Ordered](out, a, b []T) []T {
 	return append(out, b[j:]...)
 }
 
-// tally counts page views by path number in an array. Between uses every
+// pathTally counts page views by path number in an array. Between uses every
 // count is zero: take reads and zeroes the ones add touched.
-type tally struct {
+type pathTally struct {
 	n       []int64
 	touched []int32
 }
 
 // grow makes room for path numbers below size.
-func (t *tally) grow(size int) {
+func (t *pathTally) grow(size int) {
 	if len(t.n) < size {
 		t.n = make([]int64, size+size/4)
 	}
 }
 
-func (t *tally) add(id int32, k int64) {
+func (t *pathTally) add(id int32, k int64) {
 	if t.n[id] == 0 {
 		t.touched = append(t.touched, id)
 	}
@@ -329,7 +330,7 @@ func (t *tally) add(id int32, k int64) {
 
 // take appends the counted paths to dst, in the order first counted, and
 // zeroes the tally.
-func (t *tally) take(names []string, dst []logtally.PageCount) []logtally.PageCount {
+func (t *pathTally) take(names []string, dst []logtally.PageCount) []logtally.PageCount {
 	for _, id := range t.touched {
 		dst = append(dst, logtally.PageCount{Path: names[id], PageViews: t.n[id]})
 		t.n[id] = 0
@@ -344,7 +345,7 @@ func (t *tally) take(names []string, dst []logtally.PageCount) []logtally.PageCo
 // in about the same order (first seen), so a commit then walks its
 // numbering and the dictionary's arrays in order rather than missing the
 // cache once per path, which costs more than the scan.
-func (t *tally) takeIDs(dst []pathDelta) []pathDelta {
+func (t *pathTally) takeIDs(dst []pathDelta) []pathDelta {
 	if len(t.touched) > len(t.n)/16 {
 		for id, n := range t.n {
 			if n != 0 {
@@ -364,7 +365,7 @@ func (t *tally) takeIDs(dst []pathDelta) []pathDelta {
 }
 
 // reset zeroes the tally without reading it.
-func (t *tally) reset() {
+func (t *pathTally) reset() {
 	for _, id := range t.touched {
 		t.n[id] = 0
 	}
@@ -374,7 +375,7 @@ func (t *tally) reset() {
 // scratch is memory the writer reuses from one commit to the next. Only the
 // holder of Store.writeMu uses it.
 type scratch struct {
-	pages, day tally
+	pages, day pathTally
 	top        []logtally.PageCount
 	buckets    []int32  // sortHashes
 	hashes     []uint64 // sortHashes

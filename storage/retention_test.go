@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -46,7 +47,7 @@ var retention = Config{MinuteRetention: 14 * day, HourRetention: 20 * day, DayRe
 func TestRetentionFollowsLogTime(t *testing.T) {
 	clock := t0.Add(5 * 365 * day) // an archive: the clock is years past its lines
 	s := mustOpenAt(t, retention, func() time.Time { return clock })
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		for _, d := range []int64{0, 6, 12, 20, 30} {
 			addHit(b, page(d*86400, 1, "/"), 200, 0, false)
 		}
@@ -68,7 +69,7 @@ func TestPruneFollowsLogTime(t *testing.T) {
 	clock := t0.Add(5 * 365 * day)
 	s := mustOpenAt(t, retention, func() time.Time { return clock })
 	for _, d := range []int64{0, 6, 12, 20, 30} {
-		commit(t, s, func(b *logtally.Batch) { addHit(b, page(d*86400, 1, "/"), 200, 0, false) })
+		commit(t, s, func(b *tally.Batch) { addHit(b, page(d*86400, 1, "/"), 200, 0, false) })
 	}
 	if m, h, d := stored(t, s); m != 5 || h != 5 || d != 5 {
 		t.Fatalf("before pruning: %d minutes, %d hours, %d days; want 5 of each", m, h, d)
@@ -107,9 +108,9 @@ func TestPruneFollowsLogTime(t *testing.T) {
 func TestLivePruneFollowsItsSpans(t *testing.T) {
 	clock := t0
 	s := mustOpenAt(t, Config{}, func() time.Time { return clock })
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
 	clock = t0.Add(15 * day)
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(15*86400, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(15*86400, 1, "/"), 200, 0, false) })
 	pruned, err := s.Prune(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestLivePruneFollowsItsSpans(t *testing.T) {
 func TestFutureLineDoesNotExpireHistory(t *testing.T) {
 	clock := t0.Add(time.Hour)
 	s := mustOpenAt(t, Config{}, func() time.Time { return clock })
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(0, 1, "/"), 200, 0, false)
 		addHit(b, page(10*365*86400, 1, "/"), 200, 0, false)
 	})
@@ -141,7 +142,7 @@ func TestFutureLineDoesNotExpireHistory(t *testing.T) {
 // minute.
 func TestLongRetentionKeepsEverything(t *testing.T) {
 	s := mustOpenAt(t, Config{MinuteRetention: 1000000 * time.Hour}, func() time.Time { return t0 })
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
 	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestShorterRetentionIsHeld(t *testing.T) {
 	now := func() time.Time { return clock }
 	s := mustOpenAt(t, Config{Path: path, MinuteRetention: 1000 * time.Hour}, now)
 	for d := range int64(30) {
-		commit(t, s, func(b *logtally.Batch) { addHit(b, page(d*86400, 1, "/"), 200, 0, false) })
+		commit(t, s, func(b *tally.Batch) { addHit(b, page(d*86400, 1, "/"), 200, 0, false) })
 	}
 	s.Close()
 
@@ -214,7 +215,7 @@ func TestKeptFromAfterRetentionGrows(t *testing.T) {
 	now := func() time.Time { return clock }
 	s := mustOpenAt(t, Config{Path: path}, now)
 	for d := range int64(30) {
-		commit(t, s, func(b *logtally.Batch) { addHit(b, page(d*86400, 1, "/"), 200, 0, false) })
+		commit(t, s, func(b *tally.Batch) { addHit(b, page(d*86400, 1, "/"), 200, 0, false) })
 	}
 	if _, err := s.Prune(context.Background()); err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestUpgradeFromSchema2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	clock := t0.Add(day)
 	s := mustOpenAt(t, Config{Path: path}, func() time.Time { return clock })
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(0, 1, "/"), 200, 0, false)
 		addHit(b, page(3600, 1, "/"), 200, 0, false)
 	})
@@ -293,7 +294,7 @@ func TestUpgradeFromSchema2(t *testing.T) {
 func TestOpenReadOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	s := mustOpenAt(t, Config{Path: path, MinuteRetention: 30 * day}, func() time.Time { return t0 })
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
 	began := time.Now()
 	if _, err := OpenReadOnly(Config{Path: path}, 200*time.Millisecond); !errors.Is(err, ErrLocked) {
 		t.Errorf("OpenReadOnly while a writer holds the file: %v, want ErrLocked", err)

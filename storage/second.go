@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // MaxSecondPaths is how many paths a stored second of the live window keeps:
@@ -32,7 +33,7 @@ type second struct {
 
 // merge adds a delta (its visitors sorted and distinct, in visitors), its
 // page views per path and its pairs to v.
-func (v *second) merge(d *logtally.Delta, visitors []uint64, paths []logtally.PageCount, pairs map[string][]uint64) {
+func (v *second) merge(d *tally.Delta, visitors []uint64, paths []logtally.PageCount, pairs map[string][]uint64) {
 	v.Requests += d.Requests
 	v.PageViews += d.PageViews
 	v.Visitors = mergeSorted(v.Visitors, visitors)

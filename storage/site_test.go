@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // siteHits are the hits of one site in the tests of several sites: each
@@ -29,8 +30,8 @@ var twoSites = []siteHits{
 
 // siteBatch returns a batch of the site's hits, its lines read up to
 // offset in the site's own file.
-func siteBatch(sh siteHits, offset int64) *logtally.Batch {
-	b := logtally.NewSiteBatch(sh.site)
+func siteBatch(sh siteHits, offset int64) *tally.Batch {
+	b := tally.NewSiteBatch(sh.site)
 	for _, h := range sh.hits {
 		addHit(b, h, 200, 100, false)
 	}
@@ -87,7 +88,7 @@ func readAll(t *testing.T, r reader) string {
 func alone(t *testing.T, sh siteHits) string {
 	t.Helper()
 	s := mustOpen(t, Config{})
-	b := logtally.NewBatch()
+	b := tally.NewBatch()
 	for _, h := range sh.hits {
 		addHit(b, h, 200, 100, false)
 	}
@@ -133,7 +134,7 @@ func TestCommitSeveralSites(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustOpen(t, Config{})
-			var batches []*logtally.Batch
+			var batches []*tally.Batch
 			for i, sh := range tt.sites {
 				batches = append(batches, siteBatch(sh, int64(100*(i+1))))
 			}
@@ -197,8 +198,8 @@ func TestCommitSeveralSites(t *testing.T) {
 // batches of one site, are refused before anything is written.
 func TestCommitRefusesBadBatches(t *testing.T) {
 	s := mustOpen(t, Config{})
-	for _, bs := range [][]*logtally.Batch{
-		{logtally.NewSiteBatch("a/b")},
+	for _, bs := range [][]*tally.Batch{
+		{tally.NewSiteBatch("a/b")},
 		{siteBatch(twoSites[0], 1), siteBatch(twoSites[0], 2)},
 	} {
 		if err := s.Commit(bs...); err == nil {
@@ -322,8 +323,8 @@ func TestCompactWantedOnlyGrownLogs(t *testing.T) {
 func TestPrunePerSite(t *testing.T) {
 	clock := t0.Add(60 * day)
 	s := mustOpenAt(t, Config{MinuteRetention: 14 * day}, func() time.Time { return clock })
-	old := logtally.NewSiteBatch("old.example")
-	busy := logtally.NewSiteBatch("busy.example")
+	old := tally.NewSiteBatch("old.example")
+	busy := tally.NewSiteBatch("busy.example")
 	for d := range int64(30) {
 		addHit(old, page(d*3600, 1, "/"), 200, 0, false) // all within t0's day and the next
 		if d < 15 {
@@ -333,7 +334,7 @@ func TestPrunePerSite(t *testing.T) {
 	if err := s.Commit(old, busy); err != nil {
 		t.Fatal(err)
 	}
-	busy = logtally.NewSiteBatch("busy.example")
+	busy = tally.NewSiteBatch("busy.example")
 	for d := int64(15); d < 30; d++ {
 		addHit(busy, page(d*86400, 1, "/"), 200, 0, false)
 	}
@@ -457,7 +458,7 @@ func TestCopySiteLeavesOutbox(t *testing.T) {
 func TestSingleSiteFileOpensUnchanged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	s := mustOpen(t, Config{Path: path})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		for _, h := range twoSites[0].hits {
 			addHit(b, h, 200, 100, false)
 		}
@@ -521,7 +522,7 @@ func TestSingleSiteFileOpensUnchanged(t *testing.T) {
 // has its own entry, numbered in the one outbox, naming its site.
 func TestOutboxEntryPerSite(t *testing.T) {
 	s := mustOpen(t, Config{Outbox: true})
-	positions := logtally.NewSiteBatch("c.example")
+	positions := tally.NewSiteBatch("c.example")
 	positions.SetPosition("c.log", 5)
 	if err := s.Commit(siteBatch(twoSites[0], 1), positions, siteBatch(twoSites[1], 1)); err != nil {
 		t.Fatal(err)
@@ -536,7 +537,7 @@ func TestOutboxEntryPerSite(t *testing.T) {
 		if !ok {
 			break
 		}
-		var b logtally.Batch
+		var b tally.Batch
 		if err := b.UnmarshalBinary(e.Batch); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -75,7 +76,7 @@ func (s *Store) days(from, to time.Time) ([]logtally.Bucket, error) {
 }
 
 // addHit adds h to b with a status and a byte count.
-func addHit(b *logtally.Batch, h logtally.Hit, status int, bytes int64, live bool) {
+func addHit(b *tally.Batch, h logtally.Hit, status int, bytes int64, live bool) {
 	h.Status, h.Bytes = status, bytes
 	b.Add(&h, live)
 }
@@ -88,9 +89,9 @@ func asset(sec int64) logtally.Hit {
 	return logtally.Hit{Time: t0.Unix() + sec, Path: []byte("/app.css")}
 }
 
-func commit(t *testing.T, s *Store, fill func(b *logtally.Batch)) {
+func commit(t *testing.T, s *Store, fill func(b *tally.Batch)) {
 	t.Helper()
-	b := logtally.NewBatch()
+	b := tally.NewBatch()
 	fill(b)
 	if err := s.Commit(b); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func commit(t *testing.T, s *Store, fill func(b *logtally.Batch)) {
 
 func TestCommitMergesMinutes(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(0, 1, "/a"), 200, 100, false)
 		addHit(b, page(10, 2, "/b"), 200, 100, false)
 		addHit(b, asset(59), 304, 0, false)
@@ -107,7 +108,7 @@ func TestCommitMergesMinutes(t *testing.T) {
 		addHit(b, page(60, 1, "/a"), 200, 10, false) // next minute
 		b.SetPosition("a.log", 100)
 	})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(30, 2, "/b"), 200, 1, false) // visitor 2 again in minute 0: still 2 distinct
 		addHit(b, page(31, 3, "/a"), 404, 1, false)
 		b.SetPosition("a.log", 180)
@@ -138,7 +139,7 @@ func TestRollupsEqualSumOfMinutes(t *testing.T) {
 	s := mustOpen(t, Config{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 5 { // several batches, each over the whole span: late lines included
-		commit(t, s, func(b *logtally.Batch) {
+		commit(t, s, func(b *tally.Batch) {
 			for range 3000 {
 				sec := int64(rng.IntN(3 * 3600))
 				if rng.IntN(3) == 0 {
@@ -193,7 +194,7 @@ func TestHourlyVisitorsWithinTwoPercent(t *testing.T) {
 	const n = 100_000
 	rng := rand.New(rand.NewPCG(3, 4))
 	for part := range 4 {
-		commit(t, s, func(b *logtally.Batch) {
+		commit(t, s, func(b *tally.Batch) {
 			for i := part * n / 4; i < (part+1)*n/4; i++ {
 				v := rng.Uint64()
 				addHit(b, page(int64(rng.IntN(3600)), v, "/"), 200, 0, false)
@@ -216,9 +217,9 @@ func TestHourlyVisitorsWithinTwoPercent(t *testing.T) {
 
 func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	s := mustOpen(t, Config{ExactVisitorsSpan: time.Hour})
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(3*3600, 3, "/"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(0, 1, "/"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(0, 2, "/"), 200, 0, false) }) // still exact: set kept
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(3*3600, 3, "/"), 200, 0, false) })
 	s.writeMu.Lock()
 	clear(s.def.touched) // as if the writes were long ago
 	s.writeMu.Unlock()
@@ -232,7 +233,7 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 	if m[0].Visitors != 2 || m[0].Approximate {
 		t.Fatalf("compacted minute = %+v, want 2 exact visitors", m[0].Counts)
 	}
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(5, 1, "/"), 200, 0, false)
 		addHit(b, page(6, 9, "/"), 200, 0, false)
 	})
@@ -249,13 +250,13 @@ func TestLateLineAfterCompactionIsApproximate(t *testing.T) {
 func TestPathCountsCapsAndFolding(t *testing.T) {
 	now := fixedNow()
 	s := mustOpenAt(t, Config{MaxPaths: 2, MaxDayPaths: 2}, func() time.Time { return now })
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(0, 1, "/a"), 200, 0, false)
 		addHit(b, page(1, 1, "/a"), 200, 0, false)
 		addHit(b, page(2, 1, "/b"), 200, 0, false)
 		addHit(b, page(24*3600, 1, "/c"), 200, 0, false) // the next day
 	})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(3, 1, "/c"), 200, 0, false) // the day's cap is reached: /c counts as other
 		addHit(b, page(4, 1, "/d"), 200, 0, false)
 	})
@@ -287,13 +288,13 @@ func TestPathCountsCapsAndFolding(t *testing.T) {
 	check("after folding both days", []logtally.PathCount{{Path: "/a", Day: 2, Total: 2}, {Path: "/b", Day: 1, Total: 1}, {Path: "/c", Day: 0, Total: 0}, {Path: "/d", Day: 0, Total: 0}, {Path: logtally.OtherPath, Day: 2, Total: 3}})
 
 	// A late line for a folded day reaches its day and the all-time totals.
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(5, 1, "/a"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(5, 1, "/a"), 200, 0, false) })
 	check("after a late line", []logtally.PathCount{{Path: "/a", Day: 3, Total: 3}, {Path: "/b", Day: 1, Total: 1}, {Path: "/c", Day: 0, Total: 0}, {Path: "/d", Day: 0, Total: 0}, {Path: logtally.OtherPath, Day: 2, Total: 3}})
 }
 
 func TestSeries(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		for i := range int64(20) {
 			// One page view a minute from three visitors, with hashes spread
 			// over 64 bits as real visitor hashes are.
@@ -338,8 +339,8 @@ func TestSeries(t *testing.T) {
 func TestWindowSecondKeepsTopPaths(t *testing.T) {
 	s := mustOpen(t, Config{})
 	const extra = 700
-	fill := func(from, to int) func(b *logtally.Batch) {
-		return func(b *logtally.Batch) {
+	fill := func(from, to int) func(b *tally.Batch) {
+		return func(b *tally.Batch) {
 			for i := from; i < to; i++ {
 				addHit(b, page(0, uint64(i), fmt.Sprintf("/once/%d", i)), 200, 100, true)
 				if i%2 == 0 {
@@ -365,13 +366,13 @@ func TestWindowSecondKeepsTopPaths(t *testing.T) {
 
 func TestWindowSeconds(t *testing.T) {
 	s := mustOpen(t, Config{})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(0, 1, "/a"), 200, 0, true)
 		addHit(b, page(0, 2, "/a"), 200, 0, true)
 		addHit(b, page(1, 1, "/b"), 200, 0, true)
 		addHit(b, page(2, 1, "/x"), 200, 0, false) // not live: not kept per second
 	})
-	commit(t, s, func(b *logtally.Batch) {
+	commit(t, s, func(b *tally.Batch) {
 		addHit(b, page(1, 3, "/b"), 200, 0, true)
 		b.SetWindowStart(t0.Unix() + 1) // second 0 has left the window
 	})
@@ -393,7 +394,7 @@ func TestReopenKeepsDataAndSalt(t *testing.T) {
 		t.Fatal(err)
 	}
 	salt := s.Salt()
-	commit(t, s, func(b *logtally.Batch) { addHit(b, page(0, 9, "/"), 200, 0, false) })
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(0, 9, "/"), 200, 0, false) })
 	s.Close()
 
 	s = mustOpen(t, Config{Path: path})
@@ -568,7 +569,7 @@ func TestMergeTopEqualsFullSort(t *testing.T) {
 func TestTallyTakeIDs(t *testing.T) {
 	for _, touched := range []int{3, 500} {
 		t.Run(fmt.Sprint(touched), func(t *testing.T) {
-			var tl tally
+			var tl pathTally
 			tl.grow(1000)
 			rng := rand.New(rand.NewPCG(13, uint64(touched)))
 			want := make(map[int32]int64)

@@ -21,6 +21,7 @@ import (
 	"github.com/logtally/logtally/internal/loggen"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -79,7 +80,7 @@ func run(lines, paths, hosts, batchLines int, dir string) error {
 	}
 	g := loggen.New(loggen.Config{Seed: 1, Start: start, Step: 24 * time.Hour / time.Duration(lines),
 		Hosts: hosts, Paths: paths})
-	b := logtally.NewBatch()
+	b := tally.NewBatch()
 	var rec parser.Record
 	var line []byte
 	began := time.Now()

@@ -20,8 +20,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/tally"
 )
 
 func TestFlagsFromEnvironment(t *testing.T) {
@@ -228,7 +228,7 @@ type failingStore struct {
 	failing *atomic.Bool
 }
 
-func (f *failingStore) Commit(bs ...*logtally.Batch) error {
+func (f *failingStore) Commit(bs ...*tally.Batch) error {
 	if f.failing.Load() {
 		return errors.New("write: no space left on device")
 	}

@@ -7,12 +7,13 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
+	"github.com/logtally/logtally/tally"
 )
 
 // maxFleetFlushLines is the most --flush-lines fleet mode takes: a batch
 // of that many lines, each counted in its minute and its live second,
 // stays within what one encoded batch may hold.
-const maxFleetFlushLines = logtally.MaxBatchViews / 4
+const maxFleetFlushLines = tally.MaxBatchViews / 4
 
 // fleetSettings gives fleet mode what it shares with this node's window and
 // store (the window's length and skew, the zone of days, the retentions),

@@ -1,6 +1,7 @@
-package logtally
+package tally
 
 import (
+	"github.com/logtally/logtally"
 	"iter"
 	"maps"
 	"slices"
@@ -16,7 +17,7 @@ import (
 // does it with arrays indexed by path number rather than with maps keyed by
 // strings.
 type Batch struct {
-	site        string // "" is DefaultSite
+	site        string // "" is logtally.DefaultSite
 	minutes     map[int64]*Delta
 	seconds     map[int64]*Delta
 	positions   map[string]int64
@@ -56,8 +57,8 @@ type Delta struct {
 	Views    []int32 // path number of each page view; see Batch.Paths
 }
 
-// NewBatch returns an empty batch of DefaultSite.
-func NewBatch() *Batch { return NewSiteBatch(DefaultSite) }
+// NewBatch returns an empty batch of logtally.DefaultSite.
+func NewBatch() *Batch { return NewSiteBatch(logtally.DefaultSite) }
 
 // NewSiteBatch returns an empty batch of the lines of one site.
 func NewSiteBatch(site string) *Batch {
@@ -73,19 +74,9 @@ func NewSiteBatch(site string) *Batch {
 // Site returns the site the batch's lines belong to.
 func (b *Batch) Site() string {
 	if b.site == "" {
-		return DefaultSite
+		return logtally.DefaultSite
 	}
 	return b.site
-}
-
-// FloorDiv divides rounding towards minus infinity, so that a time before
-// 1970 falls in the minute, hour or day that contains it.
-func FloorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }
 
 func (b *Batch) newCounts() *Delta {
@@ -100,8 +91,8 @@ func (b *Batch) newCounts() *Delta {
 // Add records one parsed line in its own minute. If live is true the line is
 // inside the live window, and it is also kept per second so that the window
 // can be rebuilt exactly after a restart.
-func (b *Batch) Add(h *Hit, live bool) {
-	minute := FloorDiv(h.Time, 60)
+func (b *Batch) Add(h *logtally.Hit, live bool) {
+	minute := logtally.FloorDiv(h.Time, 60)
 	m := b.lastMinuteC
 	if m == nil || minute != b.lastMinute {
 		if m = b.minutes[minute]; m == nil {
@@ -135,7 +126,7 @@ func (b *Batch) Add(h *Hit, live bool) {
 	b.last = max(b.last, h.Time)
 }
 
-func (c *Delta) hit(h *Hit, path int32) {
+func (c *Delta) hit(h *logtally.Hit, path int32) {
 	c.Requests++
 	c.Bytes += h.Bytes
 	if h.Status >= 100 && h.Status < 600 {
@@ -208,7 +199,7 @@ func (b *Batch) Reject(fallback int64) {
 	if sec == 0 {
 		sec = fallback
 	}
-	minute := FloorDiv(sec, 60)
+	minute := logtally.FloorDiv(sec, 60)
 	m := b.minutes[minute]
 	if m == nil {
 		m = b.newCounts()

@@ -1,8 +1,9 @@
-package logtally
+package tally
 
 import (
 	"cmp"
 	"fmt"
+	"github.com/logtally/logtally"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -13,8 +14,8 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC).Unix()
 
-func hit(sec int64, path string, status int, visitor uint64) *Hit {
-	return &Hit{Time: t0 + sec, Path: []byte(path), Status: status, Bytes: 10, PageView: visitor != 0, Visitor: visitor}
+func hit(sec int64, path string, status int, visitor uint64) *logtally.Hit {
+	return &logtally.Hit{Time: t0 + sec, Path: []byte(path), Status: status, Bytes: 10, PageView: visitor != 0, Visitor: visitor}
 }
 
 // delta is a Delta with its views turned into path names, for comparison.
@@ -107,8 +108,8 @@ func TestBatchRejectBeforeAnyLine(t *testing.T) {
 
 func TestFloorDiv(t *testing.T) {
 	for _, tt := range []struct{ a, b, want int64 }{{59, 60, 0}, {60, 60, 1}, {-1, 60, -1}, {-60, 60, -1}, {-61, 60, -2}} {
-		if got := FloorDiv(tt.a, tt.b); got != tt.want {
-			t.Errorf("FloorDiv(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := logtally.FloorDiv(tt.a, tt.b); got != tt.want {
+			t.Errorf("logtally.FloorDiv(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

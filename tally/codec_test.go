@@ -1,10 +1,11 @@
-package logtally
+package tally
 
 import (
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/logtally/logtally"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -79,7 +80,7 @@ func randomBatch(rng *rand.Rand, b *Batch, lines int) {
 			b.AddLines(1)
 			continue
 		}
-		h := &Hit{Time: codecT0 + rng.Int64N(300) - 60, Bytes: rng.Int64N(5000),
+		h := &logtally.Hit{Time: codecT0 + rng.Int64N(300) - 60, Bytes: rng.Int64N(5000),
 			Status: []int{200, 200, 200, 304, 404, 500, 101, 0, 999}[rng.IntN(9)],
 			Path:   []byte(fmt.Sprintf("/p/%d", rng.IntN(40)))}
 		if rng.IntN(3) > 0 {
@@ -98,7 +99,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			b := NewBatch()
 			// A numbering from an earlier batch: most of its paths unused now.
 			for j := range 100 {
-				b.Add(&Hit{Time: codecT0, Path: []byte(fmt.Sprintf("/old/%d", j)), PageView: true, Status: 200}, true)
+				b.Add(&logtally.Hit{Time: codecT0, Path: []byte(fmt.Sprintf("/old/%d", j)), PageView: true, Status: 200}, true)
 			}
 			b.Reset()
 			randomBatch(rng, b, lines)
@@ -166,9 +167,9 @@ func TestBatchDecodeReplaces(t *testing.T) {
 }
 
 func TestBatchSiteRoundTrip(t *testing.T) {
-	for _, site := range []string{"blog.example.org", OtherSite, AllSites, DefaultSite} {
+	for _, site := range []string{"blog.example.org", logtally.OtherSite, logtally.AllSites, logtally.DefaultSite} {
 		b := NewSiteBatch(site)
-		b.Add(&Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, false)
+		b.Add(&logtally.Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, false)
 		enc, err := b.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
@@ -185,13 +186,13 @@ func TestBatchSiteRoundTrip(t *testing.T) {
 
 func TestBatchDecodeErrors(t *testing.T) {
 	good := NewBatch()
-	good.Add(&Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, true)
+	good.Add(&logtally.Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, true)
 	enc, err := good.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	badSite := append([]byte{1}, appendString(nil, "Shop Floor")...)
-	badSite = append(badSite, enc[1+1+len(DefaultSite):]...)
+	badSite = append(badSite, enc[1+1+len(logtally.DefaultSite):]...)
 	tests := []struct {
 		name string
 		data []byte
@@ -226,7 +227,7 @@ func TestBatchDecodeErrors(t *testing.T) {
 
 func TestBatchEncodeRefusesInconsistentDelta(t *testing.T) {
 	b := NewBatch()
-	b.Add(&Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, false)
+	b.Add(&logtally.Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 7, Status: 200}, false)
 	for _, d := range b.Minutes() {
 		d.PageViews++ // no path for this page view
 	}
@@ -238,11 +239,11 @@ func TestBatchEncodeRefusesInconsistentDelta(t *testing.T) {
 // goldenBatch is a small batch with every kind of content.
 func goldenBatch() *Batch {
 	b := NewBatch()
-	b.Add(&Hit{Time: codecT0 - 61, Path: []byte("/old"), PageView: true, Visitor: 1, Status: 200, Bytes: 10}, false)
-	b.Add(&Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 1 << 63, Status: 200, Bytes: 500}, true)
-	b.Add(&Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 2, Status: 200, Bytes: 500}, true)
-	b.Add(&Hit{Time: codecT0 + 1, Path: []byte("/b/c"), PageView: true, Visitor: 2, Status: 304}, true)
-	b.Add(&Hit{Time: codecT0 + 1, Path: []byte("/x.css"), Status: 404, Bytes: 20}, true)
+	b.Add(&logtally.Hit{Time: codecT0 - 61, Path: []byte("/old"), PageView: true, Visitor: 1, Status: 200, Bytes: 10}, false)
+	b.Add(&logtally.Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 1 << 63, Status: 200, Bytes: 500}, true)
+	b.Add(&logtally.Hit{Time: codecT0, Path: []byte("/a"), PageView: true, Visitor: 2, Status: 200, Bytes: 500}, true)
+	b.Add(&logtally.Hit{Time: codecT0 + 1, Path: []byte("/b/c"), PageView: true, Visitor: 2, Status: 304}, true)
+	b.Add(&logtally.Hit{Time: codecT0 + 1, Path: []byte("/x.css"), Status: 404, Bytes: 20}, true)
 	b.Reject(0)
 	b.AddLines(6)
 	return b

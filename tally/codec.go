@@ -1,9 +1,10 @@
-package logtally
+package tally
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/logtally/logtally"
 	"math"
 	"slices"
 )
@@ -247,7 +248,7 @@ func (d *batchDecoder) batch(b *Batch) error {
 	if err != nil {
 		return err
 	}
-	if !ValidSite(site) {
+	if !logtally.ValidSite(site) {
 		return fmt.Errorf("site %q: not a site name", site)
 	}
 	b.site = site
