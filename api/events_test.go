@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // streamServer serves s over real HTTP with short read and write timeouts,
@@ -178,7 +179,7 @@ func TestEventsMaxStreams(t *testing.T) {
 	}
 
 	a.resp.Body.Close() // a client leaves: its place is free again
-	waitUntil(t, "the stream to be let go", func() bool { return s.streams.open() == 1 })
+	poll.Until(t, "the stream to be let go", func() bool { return s.streams.open() == 1 })
 	openStream(t, srv.URL+"/api/v1/events").mustNext()
 }
 
@@ -209,7 +210,7 @@ func TestEventsDropSlowClient(t *testing.T) {
 	}
 	fast := openStream(t, srv.URL+"/api/v1/events?limit=1")
 	fast.mustNext()
-	waitUntil(t, "both streams open", func() bool { return s.streams.open() == 2 })
+	poll.Until(t, "both streams open", func() bool { return s.streams.open() == 2 })
 
 	for i := int64(1); s.streams.open() == 2; i++ {
 		snap.Store(snapshot(i, big...)) // publishing never waits on a client
@@ -263,7 +264,7 @@ func TestEventsBroadcasterStopsWithLastClient(t *testing.T) {
 		stream := openStream(t, srv.URL+"/api/v1/events")
 		stream.mustNext()
 		stream.resp.Body.Close()
-		waitUntil(t, "the broadcaster to stop", func() bool {
+		poll.Until(t, "the broadcaster to stop", func() bool {
 			s.streams.mu.Lock()
 			defer s.streams.mu.Unlock()
 			return !s.streams.running && len(s.streams.clients) == 0
@@ -321,17 +322,5 @@ func TestStreamAndDashboardFlags(t *testing.T) {
 		if err := c.Validate(); (err != nil) != tt.invalid {
 			t.Errorf("%q: Validate() = %v, want an error: %t", tt.args, err, tt.invalid)
 		}
-	}
-}
-
-// waitUntil polls cond until it holds, for a handler's goroutine to finish.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }

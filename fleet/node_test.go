@@ -10,21 +10,9 @@ import (
 	"time"
 
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/storage"
 )
-
-// waitFor polls cond every 10 ms until it holds, failing the test after 60
-// seconds: a wait on a condition, never a sleep that decides the verdict.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // localStore opens a node's bbolt store with the outbox on.
 func localStore(t *testing.T) *storage.Store {
@@ -96,14 +84,14 @@ func TestNodeShipsOutboxExactlyOnce(t *testing.T) {
 	wg.Wait()
 	var dups, failures int64
 	for i, n := range nodes {
-		waitFor(t, nodeName(i)+" to ship everything", func() bool { return shippedAll(n, 10) })
+		poll.Until(t, nodeName(i)+" to ship everything", func() bool { return shippedAll(n, 10) })
 		dups += n.Stats().Duplicates
 		failures += n.Stats().Failures
 	}
-	waitFor(t, "three lost replies", func() bool { return proxy.Lost() == 3 })
+	poll.Until(t, "three lost replies", func() bool { return proxy.Lost() == 3 })
 	t.Logf("%d replies lost, %d failures retried, %d duplicates", proxy.Lost(), failures, dups)
 	checkShipped(t, open(t, srv.URL(), "reader", time.Unix(t0+3600, 0)), w)
-	waitFor(t, "a view", func() bool { return nodes[0].Current() != nil })
+	poll.Until(t, "a view", func() bool { return nodes[0].Current() != nil })
 }
 
 // TestNodeResync starts nodes whose outboxes disagree with the fleet's
@@ -134,14 +122,14 @@ func TestNodeResync(t *testing.T) {
 		fill(t, local)
 		applyDirect(t, url, nodeName(0), 3)
 		n := startNode(t, url, nodeName(0), local)
-		waitFor(t, "shipping", func() bool { return shippedAll(n, 4) })
+		poll.Until(t, "shipping", func() bool { return shippedAll(n, 4) })
 		if st := n.Stats(); st.Duplicates != 3 || st.Applied != 1 {
 			t.Errorf("stats = %+v, want 3 duplicates and 1 applied", st)
 		}
 		checkShipped(t, open(t, url, "reader", time.Unix(t0+3600, 0)), w)
 	})
 	stopped := func(t *testing.T, n *Node, want error) {
-		waitFor(t, "shipping to stop", func() bool { return n.Stats().State == StateStopped })
+		poll.Until(t, "shipping to stop", func() bool { return n.Stats().State == StateStopped })
 		if st := n.Stats(); !errors.Is(st.LastError, want) || st.Applied != 0 {
 			t.Errorf("stats = %+v, want %v and nothing applied", st, want)
 		}
@@ -187,7 +175,7 @@ func TestNodeFirstStartWaitsForSalt(t *testing.T) {
 		salt, err := n.Salt(testContext(t))
 		done <- result{salt, err}
 	}()
-	waitFor(t, "a failed attempt", func() bool { return n.Stats().Failures > 0 })
+	poll.Until(t, "a failed attempt", func() bool { return n.Stats().Failures > 0 })
 	select {
 	case r := <-done:
 		t.Fatalf("Salt returned %v while the database is down", r.err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
@@ -46,17 +47,6 @@ func chunk(offset int64, from, n int) tailer.Chunk {
 	return tailer.Chunk{File: "f", Data: data, Offset: offset + int64(len(data))}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"},
 		func() time.Time { return t0 })
@@ -80,12 +70,12 @@ func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 
 	first := chunk(0, 0, 100)
 	in <- first
-	waitFor(t, "the first chunk committed", func() bool { return p.Commits() > 0 })
+	poll.Until(t, "the first chunk committed", func() bool { return p.Commits() > 0 })
 
 	store.failing.Store(true)
 	second := chunk(first.Offset, 100, 100)
 	in <- second
-	waitFor(t, "the failure to show", func() bool { return p.Err() != nil })
+	poll.Until(t, "the failure to show", func() bool { return p.Err() != nil })
 	if !errors.Is(p.Err(), errDiskFull) {
 		t.Fatalf("Err = %v, want the store's error", p.Err())
 	}
@@ -93,7 +83,7 @@ func TestWriteFailurePausesAndLosesNothing(t *testing.T) {
 	sent := make(chan struct{})
 	go func() { in <- third; close(sent) }()
 	before := store.attempts.Load()
-	waitFor(t, "several retries", func() bool { return store.attempts.Load() >= before+5 })
+	poll.Until(t, "several retries", func() bool { return store.attempts.Load() >= before+5 })
 	select {
 	case <-sent:
 		t.Fatal("a chunk was taken while commits were failing")

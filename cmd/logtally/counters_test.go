@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally/counter"
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // counterTruth is what the counters must show, counted from the lines.
@@ -101,7 +102,7 @@ func checkCounters(t *testing.T, base string, truth counterTruth) {
 	for _, n := range truth.clicks {
 		clicks += n
 	}
-	waitFor(t, "the counters' windows", func() bool {
+	poll.Until(t, "the counters' windows", func() bool {
 		var body struct {
 			Counters []struct {
 				Name   string
@@ -231,7 +232,7 @@ func TestCountersEndToEnd(t *testing.T) {
 				t.Logf("daemon's log:\n%s", stderr.String())
 			}
 		})
-		waitFor(t, "the daemon to answer", func() bool {
+		poll.Until(t, "the daemon to answer", func() bool {
 			resp, err := http.Get("http://" + addr + "/healthz")
 			if err == nil {
 				resp.Body.Close()
@@ -242,7 +243,7 @@ func TestCountersEndToEnd(t *testing.T) {
 	}
 	base := "http://" + addr
 	cmd := startChild()
-	waitFor(t, "every line counted and stored", func() bool {
+	poll.Until(t, "every line counted and stored", func() bool {
 		var st struct{ Requests int64 }
 		if getURL(t, base+"/api/v1/stats", &st) != http.StatusOK || st.Requests != truth.lines {
 			return false

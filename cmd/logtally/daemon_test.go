@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/tally"
 )
 
@@ -128,7 +129,7 @@ func TestMetricsStatusAndReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	waitFor(t, "the lines", func() bool { return m.pipeline.Lines() == 3 && m.pipeline.Commits() > 0 })
+	poll.Until(t, "the lines", func() bool { return m.pipeline.Lines() == 3 && m.pipeline.Commits() > 0 })
 
 	_, body := get(t, m, "/metrics")
 	families, err := new(expfmt.TextParser).TextToMetricFamilies(strings.NewReader(body + "\n"))
@@ -174,12 +175,12 @@ func TestMetricsStatusAndReadiness(t *testing.T) {
 	// The disk fails: /readyz turns 503 with the reason, and back once it heals.
 	failing.Store(true)
 	appendLines(t, log, line("192.0.2.3", clk.At(-time.Minute), "GET /c HTTP/1.1", 200, browser))
-	waitFor(t, "readyz to fail", func() bool { code, _ := get(t, m, "/readyz"); return code == 503 })
+	poll.Until(t, "readyz to fail", func() bool { code, _ := get(t, m, "/readyz"); return code == 503 })
 	if _, body := get(t, m, "/readyz"); !strings.Contains(body, "store not writable") {
 		t.Errorf("readyz body %s", body)
 	}
 	failing.Store(false)
-	waitFor(t, "readyz to recover", func() bool { code, _ := get(t, m, "/readyz"); return code == 200 })
+	poll.Until(t, "readyz to recover", func() bool { code, _ := get(t, m, "/readyz"); return code == 200 })
 }
 
 // TestDebugListen serves the pprof profiles on their own address, and only
@@ -255,7 +256,7 @@ func TestSIGTERMDuringIngest(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the API", func() bool {
+		poll.Until(t, "the API", func() bool {
 			resp, err := http.Get("http://" + addr + "/healthz")
 			if err == nil {
 				resp.Body.Close()
@@ -298,7 +299,7 @@ func TestSIGTERMDuringIngest(t *testing.T) {
 	cmd, stderr = start()
 	// The window was rebuilt from what the first life stored, and this life
 	// read the rest: the live count is every line, once.
-	waitFor(t, "every line counted", func() bool {
+	poll.Until(t, "every line counted", func() bool {
 		resp, err := http.Get("http://" + addr + "/api/v1/stats")
 		if err != nil {
 			return false

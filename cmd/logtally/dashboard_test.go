@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/internal/poll"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false,
@@ -246,8 +247,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Minutes kept for 30 minutes: the chart of the last hour shows what
 	// it does not hold.
 	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--keep-minutes", "30m", log)
-	waitFor(t, "the log read", func() bool { return stats(t, m).Requests == 122 })
-	waitFor(t, "the log committed", func() bool { return m.pipeline.Commits() > 0 }) // for the day's pages
+	poll.Until(t, "the log read", func() bool { return stats(t, m).Requests == 122 })
+	poll.Until(t, "the log committed", func() bool { return m.pipeline.Commits() > 0 }) // for the day's pages
 
 	b.run(t, chromedp.Navigate("http://"+m.Addr()+"/"))
 	var st struct {
@@ -359,7 +360,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		line("203.0.113.2", clk.At(-1*time.Second), "GET /new HTTP/1.1", 200, browser),
 		line("203.0.113.2", clk.At(-1*time.Second), "GET /style.css HTTP/1.1", 200, browser),
 	)
-	waitFor(t, "the new lines counted", func() bool { return stats(t, m).Requests == st.Requests+3 })
+	poll.Until(t, "the new lines counted", func() bool { return stats(t, m).Requests == st.Requests+3 })
 	getJSON(t, m, "/api/v1/stats", &st)
 	b.waitEval(t, "requests to change", `document.getElementById("requests").dataset.value`, fmt.Sprint(st.Requests))
 	b.waitEval(t, "visitors to change", `document.getElementById("visitors").dataset.value`, fmt.Sprint(st.Visitors))
@@ -386,7 +387,7 @@ func TestDashboardFallsBackToPolling(t *testing.T) {
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	appendLines(t, log, line("192.0.2.1", clk.At(-time.Minute), "GET /a HTTP/1.1", 200, browser))
 	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--max-streams", "1", log)
-	waitFor(t, "the log read", func() bool { return stats(t, m).Requests == 1 })
+	poll.Until(t, "the log read", func() bool { return stats(t, m).Requests == 1 })
 
 	resp, err := http.Get("http://" + m.Addr() + "/api/v1/events")
 	if err != nil {
@@ -404,7 +405,7 @@ func TestDashboardFallsBackToPolling(t *testing.T) {
 	b.waitEval(t, "the figures", `document.getElementById("requests").dataset.value || ""`, "1")
 	b.waitEval(t, "the polling state", `document.getElementById("conn").dataset.state`, "polling")
 	appendLines(t, log, line("192.0.2.2", clk.At(-time.Second), "GET /b HTTP/1.1", 200, browser))
-	waitFor(t, "the new line counted", func() bool { return stats(t, m).Requests == 2 })
+	poll.Until(t, "the new line counted", func() bool { return stats(t, m).Requests == 2 })
 	b.waitEval(t, "the figures to follow", `document.getElementById("requests").dataset.value`, "2")
 	if got := b.requested("/api/v1/stats"); len(got) == 0 {
 		t.Error("the page did not poll /api/v1/stats")
@@ -533,8 +534,8 @@ func TestDashboardScreenshot(t *testing.T) {
 	t.Chdir(work)
 	m := start(t, time.Now, "run", "--listen", "127.0.0.1:0", "--window-end", "log", "--tz", "UTC",
 		filepath.Join("testdata", "sample.log"))
-	waitFor(t, "the sample read", func() bool { return stats(t, m).Requests == 396 })
-	waitFor(t, "the sample committed", func() bool { return m.pipeline.Commits() > 0 })
+	poll.Until(t, "the sample read", func() bool { return stats(t, m).Requests == 396 })
+	poll.Until(t, "the sample committed", func() bool { return m.pipeline.Commits() > 0 })
 	b.run(t, chromedp.EmulateViewport(1280, 900), chromedp.Navigate("http://"+m.Addr()+"/"))
 	b.waitEval(t, "the figures", `document.getElementById("requests").dataset.value || ""`, "396")
 	b.waitEval(t, "the chart", `String(document.querySelectorAll("#chart path.line").length)`, "3")
@@ -564,8 +565,8 @@ func TestDashboardSites(t *testing.T) {
 	log, shop, truth := sitesLog(t, dir)
 	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--format", "vhost_combined",
 		"--site-field", "%v", "--site", "shop.example.org="+shop, "--window-end", "log", log)
-	waitFor(t, "the logs read", func() bool { return stats(t, m).Requests == truth[logtally.AllSites].requests })
-	waitFor(t, "the logs committed", func() bool { return m.pipeline.Commits() > 0 }) // for each site's history
+	poll.Until(t, "the logs read", func() bool { return stats(t, m).Requests == truth[logtally.AllSites].requests })
+	poll.Until(t, "the logs committed", func() bool { return m.pipeline.Commits() > 0 }) // for each site's history
 	b.run(t, chromedp.Navigate("http://"+m.Addr()+"/"))
 	b.waitEval(t, "the site selector", `String(!document.getElementById("site-picker").hidden)`, "true")
 	options := evalAs[[]string](t, b, `[...document.querySelectorAll("#site option")].map(o => o.value)`)

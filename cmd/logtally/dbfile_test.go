@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // lockedBuffer is a log destination read by the test while the daemon
@@ -61,7 +63,7 @@ func TestDeletedDatabaseIsReported(t *testing.T) {
 		t.Error("metrics: no logtally_store_file_gone 1")
 	}
 	// The watch stops once it has logged (TestWatchFileLogsOnce).
-	waitFor(t, "the log to say it", func() bool { return strings.Contains(logs.String(), "database file gone") })
+	poll.Until(t, "the log to say it", func() bool { return strings.Contains(logs.String(), "database file gone") })
 	if log := logs.String(); strings.Count(log, "database file gone") != 1 || !strings.Contains(log, "restore the file from a backup") {
 		t.Errorf("the log says it %d times, want once with the fix:\n%s", strings.Count(log, "database file gone"), log)
 	}

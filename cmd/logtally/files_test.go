@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally/internal/poll"
 )
 
 type fileStatus struct {
@@ -39,7 +41,7 @@ func TestMistypedPathIsReported(t *testing.T) {
 			args = append(args[:1], append([]string{"--require-files"}, args[1:]...)...)
 		}
 		m := start(t, time.Now, args...)
-		waitFor(t, "the first scan", func() bool { return len(files(t, m)) == 1 })
+		poll.Until(t, "the first scan", func() bool { return len(files(t, m)) == 1 })
 		if got := files(t, m); got[0].Path != typo || got[0].State != "missing" {
 			t.Errorf("status files = %+v, want %s missing", got, typo)
 		}
@@ -68,12 +70,12 @@ func TestNoFalseLagAfterRestart(t *testing.T) {
 		line("192.0.2.2", clk.At(-time.Minute), "GET /b HTTP/1.1", 200, browser))
 	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
 	m := start(t, clk.Now, args...)
-	waitFor(t, "the lines", func() bool { return m.pipeline.Lines() == 2 })
+	poll.Until(t, "the lines", func() bool { return m.pipeline.Lines() == 2 })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 	m = start(t, clk.Now, args...)
-	waitFor(t, "the first scan", func() bool { return len(files(t, m)) == 1 })
+	poll.Until(t, "the first scan", func() bool { return len(files(t, m)) == 1 })
 	f := files(t, m)[0]
 	if f.Offset != f.Size || f.LagBytes != 0 || f.Size == 0 {
 		t.Errorf("after a restart: %+v, want offset = size and no lag", f)
@@ -94,7 +96,7 @@ func TestCommonFormatCountsPageViews(t *testing.T) {
 		`192.0.2.2 - - [`+clk.At(-time.Minute)+`] "GET /b HTTP/1.1" 200 512`,
 		`192.0.2.2 - - [`+clk.At(-time.Minute)+`] "GET /b.css HTTP/1.1" 200 512`)
 	m := start(t, clk.Now, "run", "--format", "common", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", log)
-	waitFor(t, "the lines", func() bool { return stats(t, m).Requests == 3 })
+	poll.Until(t, "the lines", func() bool { return stats(t, m).Requests == 3 })
 	if s := stats(t, m); s.Pageviews != 2 || s.Visitors != 2 {
 		t.Errorf("stats = %+v, want 2 page views by 2 visitors", s)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/parser"
 )
 
@@ -391,7 +392,7 @@ func TestFleetEndToEnd(t *testing.T) {
 				before[i] = st.AckedSeq
 			}
 		}
-		waitLong(t, what, func() bool {
+		poll.Until(t, what, func() bool {
 			for i, n := range nodes {
 				if st := n.fleetStatus(); st == nil || st.State != "shipping" || st.AckedSeq <= before[i] {
 					return false
@@ -437,7 +438,7 @@ func TestFleetEndToEnd(t *testing.T) {
 			t.Fatalf("%d COMMIT replies lost and no batch acknowledged as a duplicate", lost-1)
 		}
 		proxy.LoseCommitReplies(1)
-		waitLong(t, "a lost COMMIT reply", func() bool { return proxy.Lost() >= lost })
+		poll.Until(t, "a lost COMMIT reply", func() bool { return proxy.Lost() >= lost })
 		shipped("shipping after a lost COMMIT reply")
 	}
 
@@ -449,13 +450,13 @@ func TestFleetEndToEnd(t *testing.T) {
 		st := n.fleetStatus()
 		return st != nil && st.State != "shipping" && st.PendingBatches > 0
 	}
-	waitLong(t, "every node to notice PostgreSQL is down", func() bool {
+	poll.Until(t, "every node to notice PostgreSQL is down", func() bool {
 		return down(nodes[0]) && down(nodes[1]) && down(nodes[2])
 	})
 	nodes[2].signal(syscall.SIGKILL)
 	kills++
 	nodes[2].start()
-	waitLong(t, "node c to commit while PostgreSQL is down", func() bool { return down(nodes[2]) })
+	poll.Until(t, "node c to commit while PostgreSQL is down", func() bool { return down(nodes[2]) })
 	for _, n := range nodes {
 		if code, err := n.get("/readyz", nil); code != http.StatusOK {
 			t.Errorf("node %s /readyz while PostgreSQL is down = %d, %v; want 200", n.name, code, err)
@@ -520,19 +521,6 @@ func TestFleetEndToEnd(t *testing.T) {
 	}
 }
 
-// waitLong is waitFor with the patience a test of several processes and a
-// database server needs on a busy machine.
-func waitLong(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestFleetOutboxFullPausesReading stops PostgreSQL under a node whose
 // outbox holds two batches at most: it commits two, then pauses reading
 // (not ready, saying why), and once PostgreSQL is back it ships them,
@@ -550,10 +538,10 @@ func TestFleetOutboxFullPausesReading(t *testing.T) {
 		commits := m.pipeline.Commits()
 		appendLines(t, log, line(fmt.Sprintf("192.0.2.%d", i), now(), "GET /a HTTP/1.1", 200, browser))
 		if i < 2 {
-			waitFor(t, "a commit", func() bool { return m.pipeline.Commits() > commits })
+			poll.Until(t, "a commit", func() bool { return m.pipeline.Commits() > commits })
 		}
 	}
-	waitFor(t, "reading to pause", func() bool {
+	poll.Until(t, "reading to pause", func() bool {
 		code, body := get(t, m, "/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "fleet outbox full")
 	})
@@ -563,7 +551,7 @@ func TestFleetOutboxFullPausesReading(t *testing.T) {
 		t.Fatalf("status with a full outbox: %s", body)
 	}
 	srv.Restart()
-	waitFor(t, "the fleet to count every line", func() bool {
+	poll.Until(t, "the fleet to count every line", func() bool {
 		code, body := get(t, m, "/api/v1/stats")
 		return code == http.StatusOK && strings.Contains(body, `"requests":4,`)
 	})

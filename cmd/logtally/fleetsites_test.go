@@ -10,6 +10,7 @@ import (
 
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // TestFleetSites: two nodes count two sites each from a vhost_combined log
@@ -47,14 +48,14 @@ func TestFleetSites(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	for _, n := range nodes {
-		waitLong(t, "node "+n.name+" shipped", func() bool {
+		poll.Until(t, "node "+n.name+" shipped", func() bool {
 			st := n.fleetStatus()
 			return st != nil && st.State == "shipping" && st.AckedSeq > 0 && st.PendingBatches == 0
 		})
 	}
 	for _, site := range []string{"blog.example.org", "shop.example.org"} {
 		fleet := want["a"][site] + want["b"][site]
-		waitLong(t, "the fleet's "+site, func() bool {
+		poll.Until(t, "the fleet's "+site, func() bool {
 			var st api.Stats
 			code, err := nodes[0].get("/api/v1/stats?site="+site, &st)
 			return err == nil && code == http.StatusOK && st.Requests == fleet
@@ -81,7 +82,7 @@ func TestFleetSites(t *testing.T) {
 		}
 	}
 	all := want["a"]["blog.example.org"] + want["a"]["shop.example.org"] + want["b"]["blog.example.org"] + want["b"]["shop.example.org"]
-	waitLong(t, "the fleet's all sites", func() bool {
+	poll.Until(t, "the fleet's all sites", func() bool {
 		var st api.Stats
 		code, err := nodes[1].get("/api/v1/stats", &st)
 		return err == nil && code == http.StatusOK && st.Requests == all

@@ -15,6 +15,7 @@ import (
 
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 )
@@ -220,7 +221,7 @@ func TestShorterRetentionIsHeldUnlessApplied(t *testing.T) {
 	}
 
 	m, log = startLogged(t, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC", "--keep-minutes", "1d", "--apply-retention")
-	waitFor(t, "the pruner to log what it deleted", func() bool { return strings.Contains(log.String(), "pruned history past its retention") })
+	poll.Until(t, "the pruner to log what it deleted", func() bool { return strings.Contains(log.String(), "pruned history past its retention") })
 	m.Close()
 	after := minutes()
 	if after == before || after == 0 {

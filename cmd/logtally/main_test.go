@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/storage"
 )
 
@@ -57,19 +58,6 @@ func appendLines(t *testing.T, path string, lines ...string) {
 		if _, err := f.WriteString(l + "\n"); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// waitFor polls cond until it holds: ingest runs on its own goroutine, so
-// the test waits for an outcome, never for a fixed time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -129,8 +117,8 @@ func TestEndToEnd(t *testing.T) {
 		line("192.0.2.5", clk.At(-11*time.Minute), "GET /a HTTP/1.1", 200, browser),        // before the window
 		line("192.0.2.6", clk.At(5*time.Minute), "GET /a HTTP/1.1", 200, browser),          // past --max-skew
 	)
-	waitFor(t, "11 lines read", func() bool { return m.pipeline.Lines() == 11 })
-	waitFor(t, "stats to show them", func() bool { return stats(t, m).Requests == 8 })
+	poll.Until(t, "11 lines read", func() bool { return m.pipeline.Lines() == 11 })
+	poll.Until(t, "stats to show them", func() bool { return stats(t, m).Requests == 8 })
 
 	status, body := get(t, m, "/api/v1/stats")
 	want := `{"from":"2026-11-21T11:50:01Z","to":"2026-11-21T12:00:01Z","window_seconds":600,"visitors":2,"pageviews":4,"requests":8,"rejected":2}`
@@ -144,7 +132,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	clk.Add(3 * time.Second) // the /old line's second leaves the window
-	waitFor(t, "the window to slide", func() bool { return stats(t, m).Requests == 7 })
+	poll.Until(t, "the window to slide", func() bool { return stats(t, m).Requests == 7 })
 	status, body = get(t, m, "/api/v1/stats")
 	want = `{"from":"2026-11-21T11:50:04Z","to":"2026-11-21T12:00:04Z","window_seconds":600,"visitors":2,"pageviews":3,"requests":7,"rejected":2}`
 	if status != 200 || body != want {
@@ -178,22 +166,22 @@ func TestRestartResumesExactly(t *testing.T) {
 
 	m := start(t, clk.Now, args...)
 	appendLines(t, log, lines(0, n)...)
-	waitFor(t, "first lines read", func() bool { return m.pipeline.Lines() == n })
+	poll.Until(t, "first lines read", func() bool { return m.pipeline.Lines() == n })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	appendLines(t, log, lines(n, more)...) // written while stopped
 	m = start(t, clk.Now, args...)
-	waitFor(t, "the rest read", func() bool { return m.pipeline.Lines() == more })
-	waitFor(t, "stats to include both runs", func() bool { return stats(t, m).Requests == n+more })
+	poll.Until(t, "the rest read", func() bool { return m.pipeline.Lines() == more })
+	poll.Until(t, "stats to include both runs", func() bool { return stats(t, m).Requests == n+more })
 	_, gotStats := get(t, m, "/api/v1/stats")
 	_, gotPages := get(t, m, "/api/v1/pages")
 
 	// An uninterrupted run over the same log must show the same window.
 	whole := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0", log)
-	waitFor(t, "a single run to read everything", func() bool { return whole.pipeline.Lines() == n+more })
-	waitFor(t, "its stats", func() bool { return stats(t, whole).Requests == n+more })
+	poll.Until(t, "a single run to read everything", func() bool { return whole.pipeline.Lines() == n+more })
+	poll.Until(t, "its stats", func() bool { return stats(t, whole).Requests == n+more })
 	if _, want := get(t, whole, "/api/v1/stats"); gotStats != want {
 		t.Errorf("stats after restart = %s\nuninterrupted run  = %s", gotStats, want)
 	}
@@ -208,7 +196,7 @@ func TestRestartResumesExactly(t *testing.T) {
 	// one: 7m30s later only lines less than 150 s older than the start remain.
 	clk.Add(7*time.Minute + 30*time.Second)
 	for _, d := range []*Main{m, whole} {
-		waitFor(t, "the window to slide", func() bool { return stats(t, d).Requests == 150 })
+		poll.Until(t, "the window to slide", func() bool { return stats(t, d).Requests == 150 })
 	}
 	_, a := get(t, m, "/api/v1/pages?limit=1000")
 	_, b := get(t, whole, "/api/v1/pages?limit=1000")
@@ -308,7 +296,7 @@ func TestRunReplayRun(t *testing.T) {
 	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
 	m := start(t, clk.Now, args...)
 	appendLines(t, log, lines("192.0.2", 0, 100)...)
-	waitFor(t, "the run's lines read", func() bool { return m.pipeline.Lines() == 100 })
+	poll.Until(t, "the run's lines read", func() bool { return m.pipeline.Lines() == 100 })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}

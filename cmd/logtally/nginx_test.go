@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // nginx is a real nginx serving on a loopback port, with its prefix, pid
@@ -101,7 +103,7 @@ http {
 			<-done
 		}
 	})
-	waitFor(t, "nginx to answer", func() bool {
+	poll.Until(t, "nginx to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/")
 		if err != nil {
 			return false
@@ -127,7 +129,7 @@ func (n *nginx) reopen(t *testing.T) {
 func TestNginxRotationAndRestart(t *testing.T) {
 	ng := startNginx(t)
 	log, db := filepath.Join(ng.dir, "access.log"), filepath.Join(ng.dir, "logtally.db")
-	waitFor(t, "the readiness probe's line", func() bool {
+	poll.Until(t, "the readiness probe's line", func() bool {
 		fi, err := os.Stat(log)
 		return err == nil && fi.Size() > 0
 	})
@@ -135,7 +137,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	const probes = 1 // the request that waited for nginx to answer
 	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", "--rescan-interval", "100ms", log}
 	m := start(t, time.Now, args...)
-	waitFor(t, "the probe's line read", func() bool { return m.pipeline.Lines() == probes })
+	poll.Until(t, "the probe's line read", func() bool { return m.pipeline.Lines() == probes })
 
 	var sent atomic.Int64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 10 * time.Second}
@@ -180,7 +182,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("request: %v", err)
 	}
-	waitFor(t, "every request read", func() bool { return first+m.pipeline.Lines() >= n })
+	poll.Until(t, "every request read", func() bool { return first+m.pipeline.Lines() >= n })
 	time.Sleep(100 * time.Millisecond) // room for a line counted twice to show
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -230,7 +232,7 @@ func TestNginxSites(t *testing.T) {
 	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0",
 		"--format", format, "--site-field", "$host", filepath.Join(n.dir, "access.log"))
 	// 11, and startNginxWith's first request, to 127.0.0.1.
-	waitFor(t, "both sites counted", func() bool { return stats(t, m).Requests == 12 })
+	poll.Until(t, "both sites counted", func() bool { return stats(t, m).Requests == 12 })
 	for host, count := range want {
 		var got siteStats
 		if code := getURL(t, "http://"+m.Addr()+"/api/v1/stats?site="+host, &got); code != http.StatusOK {

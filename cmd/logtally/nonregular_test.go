@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // TestNonRegularInputIsRefused: `run` or `replay` of a FIFO, a device that
@@ -91,7 +93,7 @@ func TestReplayStopsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	waitFor(t, "the replay to open the file", func() bool { return opened(cmd.Process.Pid, huge) })
+	poll.Until(t, "the replay to open the file", func() bool { return opened(cmd.Process.Pid, huge) })
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

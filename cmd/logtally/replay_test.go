@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // replayCmd runs `logtally replay args...` and returns its summary line.
@@ -99,7 +101,7 @@ func TestReplayGzipOfLiveFileChangesNothing(t *testing.T) {
 	}
 	appendLines(t, log, lines[:200]...)
 	m := start(t, clk.Now, "run", "--db", db, "--listen", "127.0.0.1:0", log)
-	waitFor(t, "lines read live", func() bool { return m.pipeline.Lines() == 200 })
+	poll.Until(t, "lines read live", func() bool { return m.pipeline.Lines() == 200 })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // siteTruth is what a site's live window must show, counted by brute force
@@ -219,7 +220,7 @@ func TestSitesEndToEnd(t *testing.T) {
 	base := "http://" + addr
 	waitAll := func() {
 		t.Helper()
-		waitFor(t, "every line counted", func() bool {
+		poll.Until(t, "every line counted", func() bool {
 			var st siteStats
 			resp, err := http.Get(base + "/api/v1/stats")
 			if err != nil {
