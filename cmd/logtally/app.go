@@ -21,7 +21,6 @@ import (
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/fleet"
-	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/report"
 	"github.com/logtally/logtally/status"
@@ -69,7 +68,7 @@ type Main struct {
 	Rules    classify.Config
 	Store    storage.Config
 	Tailer   tailer.Config
-	Ingest   ingest.Config
+	Ingest   pipelineConfig
 	API      api.Config
 	Log      LogConfig
 	Report   report.Config
@@ -85,7 +84,7 @@ type Main struct {
 	Getenv func(string) (string, bool)
 
 	store    *storage.Store
-	pipeline *ingest.Pipeline
+	pipeline *pipeline
 	server   *http.Server
 	listener net.Listener
 	debug    *http.Server
@@ -99,13 +98,13 @@ type Main struct {
 	matcher  *counter.Matcher // nil without counters
 
 	// wrapStore, if set by a test, stands between ingest and the store.
-	wrapStore func(ingest.Committer) ingest.Committer
+	wrapStore func(committer) committer
 }
 
 // NewMain returns a Main with the defaults.
 func NewMain() *Main {
 	return &Main{Now: time.Now, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.LookupEnv,
-		Window: window.DefaultConfig(), Rules: classify.DefaultConfig(), Ingest: ingest.DefaultConfig(), API: api.DefaultConfig()}
+		Window: window.DefaultConfig(), Rules: classify.DefaultConfig(), Ingest: defaultPipelineConfig(), API: api.DefaultConfig()}
 }
 
 // ParseFlags reads the command and its flags, and checks them before
@@ -178,18 +177,17 @@ func (m *Main) check() error {
 		if len(m.patterns) == 0 {
 			return errors.New("no FILE given: name the logs to read, such as /var/log/nginx/access.log.1")
 		}
-		m.Ingest.Anchor = ingest.AnchorLog // a replay has no "now" of its own
+		m.Ingest.replay(m.Tailer.MaxLine)
+	} else {
+		m.Ingest.live(m.Tailer.MaxLine)
 	}
-	m.Ingest.PersistWindow = m.Command == "run" // replay serves no window
-	m.Ingest.NoWindow = m.Command == "replay"   // nor keeps one
-	m.Ingest.MaxLine = m.Tailer.MaxLine
 	if _, err := m.Parser.Compile(); err != nil {
 		if m.Parser.NginxConf != "" {
 			return fmt.Errorf("--nginx-conf: %w", err)
 		}
 		return fmt.Errorf("--format: %w", err)
 	}
-	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.Validate(), m.Tailer.Validate(),
+	return errors.Join(m.Window.Validate(), m.Rules.Validate(), m.Ingest.validate(), m.Tailer.Validate(),
 		m.API.Validate(), m.fleetSettings(), m.Store.Validate(), m.Counters.Validate())
 }
 
@@ -223,7 +221,7 @@ func (m *Main) flagSet(command string) *flag.FlagSet {
 	m.Store.RegisterFlags(fs)
 	m.Parser.RegisterFlags(fs)
 	m.Rules.RegisterFlags(fs)
-	m.Ingest.RegisterFlags(fs, run)
+	m.Ingest.registerFlags(fs, run)
 	m.Counters.RegisterFlags(fs)
 	m.Log.RegisterFlags(fs)
 	m.Tailer.RegisterFlags(fs, run)
@@ -317,29 +315,26 @@ func (m *Main) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var store ingest.Committer = m.store
+	deps := pipelineDeps{format: format, classifier: classifier, store: m.store, commit: m.store,
+		window: m.Window, counterMax: m.Counters.MaxKeys, now: m.Now, logger: m.Logger}
 	if m.wrapStore != nil {
-		store = m.wrapStore(m.store)
+		deps.commit = m.wrapStore(m.store)
 	}
-	deps := ingest.Deps{Format: format, Classifier: classifier, Store: store, Now: m.Now, Logger: m.Logger}
 	if len(m.Counters.Counters) > 0 {
 		if m.matcher, err = counter.New(m.Counters); err != nil {
 			return err
 		}
-		deps.Counters, deps.NewWindow = m.matcher, m.siteWindow
+		deps.matcher = m.matcher
 	}
 	if m.multiSite() {
 		if err := m.allSitesView(); err != nil {
 			return err
 		}
-		if deps.KnownSites, err = m.storedSites(); err != nil {
+		if deps.knownSites, err = m.storedSites(); err != nil {
 			return err
 		}
-		deps.NewWindow = m.siteWindow
-	} else if deps.Window, err = ingest.Restore(m.store, m.Window, m.Ingest.Anchor, m.Now()); err != nil {
-		return err
 	}
-	m.pipeline, err = ingest.New(m.Ingest, deps)
+	m.pipeline, err = newPipeline(m.Ingest, deps)
 	return err
 }
 
@@ -347,7 +342,7 @@ func (m *Main) run(ctx context.Context) error {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of ingest
 	// without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
-	deps := status.Deps{Pipeline: m.pipeline, Now: m.Now, StoreFile: m.store.FileErr}
+	deps := m.pipeline.statusDeps(status.Deps{Now: m.Now, StoreFile: m.store.FileErr})
 	if len(m.patterns) > 0 {
 		m.tail = tailer.New(m.Tailer, m.patterns, m.store.Position, chunks, tailer.Deps{Logger: m.Logger, Streams: m.store})
 		deps.Files, deps.Following = m.tail.Files, m.follow(ctx)
@@ -491,7 +486,7 @@ func (m *Main) summarize(start time.Time, err error) error {
 	sum := m.pipeline.Summary(len(m.patterns), time.Since(start))
 	sum.Kept = m.store.Kept()
 	fmt.Fprint(m.Stdout, sum)
-	if errors.Is(err, ingest.ErrMostlyRejected) {
+	if isMostlyRejected(err) {
 		return fmt.Errorf("replay committed nothing: %w", err)
 	}
 	return err

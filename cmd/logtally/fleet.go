@@ -30,9 +30,9 @@ func (m *Main) fleetSettings() error {
 	}
 	f.MinuteRetention, f.HourRetention, f.DayRetention = m.Store.MinuteRetention, m.Store.HourRetention, m.Store.DayRetention
 	m.Store.Outbox, m.Store.MaxOutbox = true, f.MaxOutbox
-	if m.Ingest.FlushLines > maxFleetFlushLines {
+	if m.Ingest.flushLines() > maxFleetFlushLines {
 		return fmt.Errorf("--flush-lines %d: at most %d with --fleet (one commit must fit in one shipped batch)",
-			m.Ingest.FlushLines, maxFleetFlushLines)
+			m.Ingest.flushLines(), maxFleetFlushLines)
 	}
 	if err := f.Validate(); err != nil {
 		return fmt.Errorf("--fleet: %w", err)

@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/counter"
-	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/storage"
-	"github.com/logtally/logtally/window"
 )
 
 // sitePatterns sets what is followed or replayed, m.patterns: the FILEs,
@@ -19,8 +16,8 @@ import (
 // each of them counts under.
 func (m *Main) sitePatterns() error {
 	m.patterns = slices.Clone(m.Files)
-	m.Ingest.PatternSites = make([]string, len(m.Files))
-	for _, f := range m.Ingest.SiteFiles {
+	patternSites := make([]string, len(m.Files))
+	for _, f := range m.Ingest.siteFiles() {
 		paths := []string{f.Path}
 		if m.Command == "replay" {
 			matches, err := filepath.Glob(f.Path)
@@ -31,16 +28,16 @@ func (m *Main) sitePatterns() error {
 		}
 		for _, p := range paths {
 			m.patterns = append(m.patterns, p)
-			m.Ingest.PatternSites = append(m.Ingest.PatternSites, f.Site)
+			patternSites = append(patternSites, f.Site)
 		}
 	}
-	m.Ingest.ByField = m.Parser.SiteField != ""
+	m.Ingest.setSites(patternSites, m.Parser.SiteField != "")
 	return nil
 }
 
 // multiSite reports whether lines are counted per site: with --site or
 // --site-field.
-func (m *Main) multiSite() bool { return m.Ingest.ByField || len(m.Ingest.SiteFiles) > 0 }
+func (m *Main) multiSite() bool { return m.Ingest.multiSite() }
 
 // allSitesView makes sure the store has the all-sites view before sites
 // are counted: a file that counted one site so far gets it as a copy of
@@ -57,37 +54,12 @@ func (m *Main) allSitesView() error {
 	return nil
 }
 
-// siteWindow restores a site's live window from the store, or starts an
-// empty one for a site the store does not hold yet. Every window ends at
-// end, but for the all-sites view's, the first, which ends where --window-end
-// says: with log, at the newest line stored of any site.
-func (m *Main) siteWindow(site string, end time.Time) (*window.Window, error) {
-	anchor := ingest.AnchorClock
-	if site == logtally.AllSites {
-		anchor = m.Ingest.Anchor
-	}
-	cfg := m.Window
-	if logtally.IsCounterSite(site) {
-		// A counter's paths are its keys: as many as --max-counter-keys,
-		// every one of them in its snapshots, for ratios, with their
-		// distinct visitors.
-		cfg.MaxPaths, cfg.Pages, cfg.PathVisitors = m.Counters.MaxKeys, m.Counters.MaxKeys, true
-	}
-	if st, ok := m.store.Site(site); ok {
-		return ingest.Restore(st, cfg, anchor, end)
-	}
-	if anchor == ingest.AnchorLog {
-		end = time.Unix(0, 0) // nothing stored: the first line moves it
-	}
-	return window.New(cfg, end), nil
-}
-
 // storedSites returns the sites the store holds lines of.
 func (m *Main) storedSites() ([]string, error) {
 	var sites []string
 	for _, name := range m.store.Sites() {
 		if logtally.IsCounterSite(name) {
-			continue // a named counter's: see ingest.Deps.Counters
+			continue // a named counter's: its window is restored as the pipeline's counters are
 		}
 		st, _ := m.store.Site(name)
 		if _, ok, err := st.Last(); err != nil {
@@ -102,7 +74,7 @@ func (m *Main) storedSites() ([]string, error) {
 // apiSites is what the API reads of the sites: the pipeline's live windows
 // and the store's history.
 type apiSites struct {
-	*ingest.Pipeline
+	*pipeline
 	store   *storage.Store
 	matcher *counter.Matcher
 }
