@@ -11,60 +11,6 @@ import (
 	"sync/atomic"
 )
 
-// lineReader cuts what is read from one file into chunks of complete lines.
-// Following and replay both read through it, plain files and .gz alike: it
-// is the one place where lines are cut, long lines skipped and offsets kept.
-type lineReader struct {
-	id    string // file identity, as returned by ID
-	path  string
-	split splitter
-	size  int // the most bytes read for one chunk
-	// pattern is the index of what matched the file: Chunk.Pattern.
-	pattern int
-}
-
-// readFrom reads src to its end and hands each run of complete lines to
-// send. It returns how many bytes it read. An error is send's, or one from
-// src other than its end.
-func (r *lineReader) readFrom(src io.Reader, send func(Chunk) error) (int64, error) {
-	var total int64
-	for {
-		// Each chunk gets its own buffer: the consumer keeps it until the
-		// lines are applied. The incomplete line is carried to the next one.
-		s := &r.split
-		buf := make([]byte, len(s.carry), len(s.carry)+r.size)
-		copy(buf, s.carry)
-		n, err := io.ReadFull(src, buf[len(buf):cap(buf)])
-		total += int64(n)
-		if n > 0 {
-			lines, skipped := s.cut(buf[:len(buf)+n])
-			if err := r.send(send, lines, skipped); err != nil {
-				return total, err
-			}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return total, nil
-		}
-		if err != nil {
-			return total, fmt.Errorf("read %s: %w", r.path, err)
-		}
-	}
-}
-
-// flush sends the incomplete last line as a complete one, for a file that
-// will not grow any more.
-func (r *lineReader) flush(send func(Chunk) error) error {
-	line, skipped := r.split.flush()
-	return r.send(send, line, skipped)
-}
-
-func (r *lineReader) send(send func(Chunk) error, data []byte, skipped int) error {
-	if len(data) == 0 && skipped == 0 {
-		return nil
-	}
-	return send(Chunk{File: r.id, Path: r.path, Data: data, Offset: r.split.off, Skipped: skipped, Pattern: r.pattern})
-}
-
 // content returns what f holds from offset on, read through raw (f itself,
 // or f wrapped to count what is read). A .gz file is decompressed, and its
 // offset, which counts decompressed bytes, is reached by decompressing. A

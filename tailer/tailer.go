@@ -25,16 +25,9 @@
 package tailer
 
 import (
-	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
 )
 
@@ -55,10 +48,6 @@ const (
 	// skipped and counted.
 	DefaultMaxLine = 64 << 10
 )
-
-// fingerprintSize is how many first bytes identify a file whose first line is
-// longer than that.
-const fingerprintSize = 1024
 
 var (
 	// ErrNoFingerprint means a file does not have a complete first line (or
@@ -132,77 +121,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ID returns the identity under which a file's read position is kept: a
-// fingerprint of its first line (of its decompressed content for .gz). It
-// returns ErrNoFingerprint while the file has no complete first line, and a
-// *NotRegularError for a path that is not a regular file.
-func ID(path string) (string, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	return readID(f, isGzip(path))
-}
-
-// readID reads the fingerprint of an open file from its start.
-func readID(f *os.File, gz bool) (string, error) {
-	var head [fingerprintSize]byte
-	var n int
-	var err error
-	if gz {
-		var zr *gzip.Reader
-		if zr, err = gzip.NewReader(io.NewSectionReader(f, 0, 1<<62)); err != nil {
-			if errors.Is(err, io.EOF) {
-				return "", ErrNoFingerprint // empty file
-			}
-			return "", fmt.Errorf("fingerprint %s: %w", f.Name(), err)
-		}
-		n, err = io.ReadFull(zr, head[:])
-	} else {
-		n, err = f.ReadAt(head[:], 0)
-	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return "", fmt.Errorf("fingerprint %s: %w", f.Name(), err)
-	}
-	id := fingerprint(head[:n])
-	if id == "" {
-		return "", ErrNoFingerprint
-	}
-	return id, nil
-}
-
-// fingerprint returns the identity of a file that starts with head, or ""
-// if head holds neither a newline nor fingerprintSize bytes. The first line
-// of an access log holds a timestamp to the second and a client address, so
-// two different logs do not share it; it never changes once written, so a
-// file keeps its identity through renames, compression and growth.
-func fingerprint(head []byte) string {
-	n := bytes.IndexByte(head, '\n') + 1
-	if n == 0 {
-		if len(head) < fingerprintSize {
-			return ""
-		}
-		n = fingerprintSize
-	}
-	sum := sha256.Sum256(head[:n])
-	return "fp:" + hex.EncodeToString(sum[:12])
-}
-
-func isGzip(path string) bool { return strings.HasSuffix(path, ".gz") }
-
 // Positions looks up the committed read offset of a file identity.
 type Positions func(id string) (offset int64, ok bool, err error)
-
-// Streams keeps, for each plain path followed, the modification time of
-// the oldest file of its stream that logtally started to read: where the
-// stream starts, for the next run to tell a file rotated away unread
-// (newer) from an archive (older). The database that keeps the positions
-// keeps it too (*storage.Store).
-type Streams interface {
-	StreamSince(path string) (since time.Time, ok bool, err error)
-	SetStreamSince(path string, since time.Time) error
-}
 
 // offsets tells where to start reading a file known by its identity. It
 // keeps, by identity, the offset just after the last chunk sent: that is
@@ -231,60 +151,4 @@ func (o *offsets) start(id string) (off int64, known bool, err error) {
 		off = stored
 	}
 	return off, sent || ok, nil
-}
-
-// splitter cuts what is read from a file into complete lines, and keeps the
-// offset just after the last complete line. A line longer than max is
-// dropped as it streams past, so it is never buffered whole, and counted
-// once its newline arrives.
-type splitter struct {
-	max      int
-	off      int64 // offset just after the last complete or skipped line
-	carry    []byte
-	skipping bool  // inside a line longer than max
-	dropped  int64 // bytes of that line dropped so far
-}
-
-// cut takes buf, which is s.carry followed by newly read bytes, and returns
-// the complete lines in it and how many long lines ended in it. What follows
-// the last newline is kept in s.carry, aliasing buf.
-func (s *splitter) cut(buf []byte) (lines []byte, skipped int) {
-	if s.skipping {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			s.dropped += int64(len(buf))
-			s.carry = nil
-			return nil, 0
-		}
-		s.off += s.dropped + int64(i) + 1
-		s.skipping, s.dropped, skipped = false, 0, 1
-		buf = buf[i+1:]
-	}
-	end := bytes.LastIndexByte(buf, '\n') + 1
-	lines, s.carry = buf[:end:end], buf[end:]
-	s.off += int64(end)
-	if len(s.carry) > s.max {
-		s.skipping, s.dropped, s.carry = true, int64(len(s.carry)), nil
-	}
-	return lines, skipped
-}
-
-// consumed returns how many bytes of the file the splitter has taken in:
-// those up to off, and those of the line not complete yet.
-func (s *splitter) consumed() int64 { return s.off + s.dropped + int64(len(s.carry)) }
-
-// flush returns the incomplete last line as a complete one, for a file that
-// will not grow any more, and how many long lines that ends.
-func (s *splitter) flush() (line []byte, skipped int) {
-	switch {
-	case s.skipping:
-		s.off += s.dropped
-		s.skipping, s.dropped = false, 0
-		return nil, 1
-	case len(s.carry) > 0:
-		line = append(append([]byte(nil), s.carry...), '\n')
-		s.off += int64(len(s.carry))
-		s.carry = nil
-	}
-	return line, 0
 }
