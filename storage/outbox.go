@@ -27,10 +27,8 @@ import (
 //	                           bucket's sequence (bbolt NextSequence) is the
 //	                           last number given, so numbers are never reused
 //	meta/fleet-salt            uint64 the fleet's visitor-hash salt, once known
-var (
-	bucketOutbox = []byte("outbox")
-	keyFleetSalt = []byte("fleet-salt")
-)
+//
+// (bucketOutbox and keyFleetSalt, in keys.go.)
 
 // ErrOutboxFull means the outbox holds Config.MaxOutbox batches: a commit
 // that would add one more fails, so ingest pauses reading (the log keeps
@@ -136,7 +134,7 @@ func (o *Outbox) Next(after uint64) (logtally.OutboxEntry, bool, error) {
 		if len(k) != 8 || len(v) < 8 {
 			return fmt.Errorf("outbox entry %x: %w", k, ErrCorrupt)
 		}
-		e = logtally.OutboxEntry{Seq: binary.BigEndian.Uint64(k), Committed: time.Unix(0, int64(binary.BigEndian.Uint64(v))),
+		e = logtally.OutboxEntry{Seq: uint64Key(k), Committed: time.Unix(0, int64(binary.BigEndian.Uint64(v))),
 			Batch: bytes.Clone(v[8:])}
 		ok = true
 		return nil

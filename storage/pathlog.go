@@ -567,20 +567,6 @@ func (nb *numbering) reset() {
 	nb.dict, nb.names, nb.absent = nil, nil, nb.absent[:0]
 }
 
-// logKey is a log value's key: the day, then a sequence number.
-func logKey(day uint32, seq uint64) []byte {
-	k := binary.BigEndian.AppendUint32(make([]byte, 0, 12), day)
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
-// uint32Key reads a day key.
-func uint32Key(k []byte) uint32 {
-	if len(k) < 4 {
-		return 0
-	}
-	return binary.BigEndian.Uint32(k)
-}
-
 // appendLog appends a day's page views per path to the log, cut in values
 // of about logValueSize: version, then a path list (codec.go). It returns
 // the bytes written.
@@ -626,10 +612,10 @@ func decodeLog(v []byte, fn func(path []byte, n int64)) error {
 func (l *pathLog) load(tx *bolt.Tx, lb *bolt.Bucket) error {
 	c := lb.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) != 12 {
+		if len(k) != logKeySize {
 			return fmt.Errorf("path log key %x: %w", k, ErrCorrupt)
 		}
-		day := binary.BigEndian.Uint32(k)
+		day := uint32Key(k)
 		err := decodeLog(v, func(path []byte, n int64) {
 			i := l.dict.lookup(string(path))
 			if i < 0 {
@@ -782,7 +768,7 @@ func (s *Site) logPaths(tx *bolt.Tx, b *tally.Batch, days []dayDelta, floor uint
 // known ones. The caller is the writer.
 func (l *pathLog) admit(counters, dayPaths *bolt.Bucket, limit int, d loggedDay, pd *pendingDay,
 	fresh int, ch *logChange) (loggedDay, error) {
-	prefix := binary.BigEndian.AppendUint32(nil, d.day)
+	prefix := dayBytes(d.day)
 	set := l.sets[d.day]
 	if set == nil {
 		stored := int(getUvarint(counters.Get(pathCounterKey(prefix))))
@@ -940,7 +926,7 @@ func (s *Site) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
 			}
 		}
 		if day >= floor {
-			prefix := binary.BigEndian.AppendUint32(nil, day)
+			prefix := dayBytes(day)
 			over, err := mergeShards(dpb, counters, prefix, shards, s.cfg.MaxDayPaths)
 			if err != nil {
 				return nil, err

@@ -24,8 +24,6 @@ import (
 // folded, plus what the path log holds for it.
 const pathShards = 256
 
-var keyFolded = []byte("folded") // counters: last day folded into all-time totals
-
 // byPath orders page counts by path.
 func byPath(a, b logtally.PageCount) int { return cmp.Compare(a.Path, b.Path) }
 
@@ -165,17 +163,6 @@ func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]logtally.Pa
 	return other, nil
 }
 
-// pathCounterKey is the counters key of the number of distinct paths under
-// a shard prefix.
-func pathCounterKey(prefix []byte) []byte { return append([]byte("paths/"), prefix...) }
-
-func shardKey(prefix []byte, shard uint16) []byte {
-	return binary.BigEndian.AppendUint16(bytes.Clone(prefix), shard)
-}
-
-// allTimePrefix is the prefix of the all-time shards in the paths bucket.
-var allTimePrefix = []byte{}
-
 // foldDay adds one finished day's path counts to the all-time totals and
 // records it as folded, in one transaction. The path log is compacted first,
 // in the same transaction: once a day is folded, its later page views reach
@@ -222,7 +209,7 @@ func (s *Site) foldDays(today []byte) error {
 		seen := make(map[string]bool)
 		for _, name := range [][]byte{bucketDayPaths, bucketPathLog} {
 			c := s.bucket(tx, name).Cursor()
-			for k, _ := c.First(); k != nil; k, _ = c.Seek(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(k[:4])+1)) {
+			for k, _ := c.First(); k != nil; k, _ = c.Seek(nextDayKey(k)) {
 				day := k[:4]
 				if bytes.Compare(day, today) >= 0 {
 					break

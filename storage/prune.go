@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"time"
@@ -167,7 +166,7 @@ func (s *Site) compactVisitors(ctx context.Context, end []byte, now time.Time) (
 		}
 	}
 	s.st.writeMu.Unlock()
-	keep := func(k []byte) bool { return recent[int64(binary.BigEndian.Uint64(k))] }
+	keep := func(k []byte) bool { return recent[int64(uint64Key(k))] }
 	return s.deleteAllBefore(ctx, bucketVisitors, end, keep, nil)
 }
 

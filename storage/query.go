@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"time"
@@ -11,21 +10,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-func unixMinute(m int64) time.Time { return time.Unix(m*60, 0).UTC() }
-
 // Minutes returns the stored minutes in [from, to], oldest first.
 func (s *Site) Minutes(from, to time.Time) ([]logtally.Bucket, error) {
 	var out []logtally.Bucket
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return scan(s.bucket(tx, bucketMinutes), minuteKey(from), minuteKey(to), false,
 			func(k []byte, r *record) {
-				out = append(out, logtally.Bucket{Time: unixMinute(int64(binary.BigEndian.Uint64(k))), Counts: r.Counts})
+				out = append(out, logtally.Bucket{Time: minuteTime(k), Counts: r.Counts})
 			})
 	})
 	return out, err
 }
-
-func minuteKey(t time.Time) []byte { return u64(uint64(logtally.FloorDiv(t.Unix(), 60))) }
 
 // scan decodes the records with keys in [lo, hi] in key order.
 func scan(b *bolt.Bucket, lo, hi []byte, withSketch bool, fn func(k []byte, r *record)) error {
@@ -45,7 +40,7 @@ func (s *Site) Last() (t time.Time, ok bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		k, _ := s.bucket(tx, bucketMinutes).Cursor().Last()
 		if k != nil {
-			t, ok = unixMinute(int64(binary.BigEndian.Uint64(k))), true
+			t, ok = minuteTime(k), true
 		}
 		return nil
 	})
@@ -94,11 +89,11 @@ func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
 	}
 	name, lo, hi := bucketMinutes, minuteKey(starts[0]), minuteKey(to)
-	keyTime := func(k []byte) time.Time { return unixMinute(int64(binary.BigEndian.Uint64(k))) }
+	keyTime := minuteTime
 	switch step {
 	case time.Hour:
-		name, lo, hi = bucketHours, u64(uint64(logtally.FloorDiv(starts[0].Unix(), 3600))), u64(uint64(logtally.FloorDiv(to.Unix(), 3600)))
-		keyTime = func(k []byte) time.Time { return time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0) }
+		name, lo, hi = bucketHours, hourKey(starts[0]), hourKey(to)
+		keyTime = hourTime
 	case 24 * time.Hour:
 		loc := s.loc
 		name, lo, hi = bucketDays, dayKey(starts[0], loc), dayKey(to, loc)
@@ -209,9 +204,9 @@ func (s *Site) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, 
 	c := dpb.Cursor()
 	start := []byte{}
 	if folded != 0 {
-		start = binary.BigEndian.AppendUint32(nil, folded+1)
+		start = dayBytes(folded + 1)
 	}
-	for k, _ := c.Seek(start); k != nil; k, _ = c.Seek(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(k[:4])+1)) {
+	for k, _ := c.Seek(start); k != nil; k, _ = c.Seek(nextDayKey(k)) {
 		unfolded = append(unfolded, bytes.Clone(k[:4]))
 	}
 	for i, p := range paths {
@@ -247,7 +242,7 @@ func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 			if err := sec.decode(v); err != nil {
 				return fmt.Errorf("second %x: %w", k, err)
 			}
-			out = append(out, logtally.Second{Time: int64(binary.BigEndian.Uint64(k)), Requests: sec.Requests,
+			out = append(out, logtally.Second{Time: int64(uint64Key(k)), Requests: sec.Requests,
 				PageViews: sec.PageViews, Visitors: sec.Visitors, Paths: sec.Paths, PathVisitors: sec.Pairs})
 		}
 		return nil

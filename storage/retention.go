@@ -26,15 +26,6 @@ import (
 // that an answer can tell a step it does not hold from a step with no
 // traffic.
 
-var (
-	keyRetention = []byte("retention") // meta: the retention in force, 3 x uint64 seconds (0: forever)
-	keyNewest    = []byte("newest")    // counters: the start of the newest minute with a line, unix seconds
-	// keyKeptFrom is in counters: for minutes, hours and days, 3 x uint64
-	// unix seconds (0: none) before which a longer retention that took over
-	// finds nothing, because a shorter one pruned it.
-	keyKeptFrom = []byte("keptfrom")
-)
-
 // Retention is how long each resolution of history is kept, back from the
 // newest line stored. Forever keeps a resolution for ever.
 type Retention struct {
@@ -241,10 +232,10 @@ func (s *Site) newest(tx *bolt.Tx) (int64, bool) {
 		return int64(binary.BigEndian.Uint64(v)), true
 	}
 	if k, _ := s.bucket(tx, bucketMinutes).Cursor().Last(); k != nil {
-		return int64(binary.BigEndian.Uint64(k)) * 60, true
+		return minuteTime(k).Unix(), true
 	}
 	if k, _ := s.bucket(tx, bucketHours).Cursor().Last(); k != nil {
-		return int64(binary.BigEndian.Uint64(k)) * 3600, true
+		return hourTime(k).Unix(), true
 	}
 	return 0, false
 }
@@ -328,14 +319,6 @@ func (s *Site) floors(tx *bolt.Tx) floors {
 	ref, ok := s.reference(tx)
 	return retentionFloors(ref, ok, s.st.Retention(), s.loc)
 }
-
-func dayBytes(d uint32) []byte { return binary.BigEndian.AppendUint32(nil, d) }
-
-func minuteTime(k []byte) time.Time { return unixMinute(int64(binary.BigEndian.Uint64(k))) }
-
-func hourTime(k []byte) time.Time { return time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC() }
-
-func (s *Site) dayTime(k []byte) time.Time { return dayStart(k[:4], s.loc) }
 
 // upgradeRetention brings a file of schema version 2, which pruned by the
 // clock and did not store its retention, to version 3: nothing is known of

@@ -42,53 +42,6 @@ import (
 // the stored retention keeps.
 const SchemaVersion = 3
 
-// Bucket layout. Every site (a logtally.ValidSite name, logtally.DefaultSite
-// always among them) has the same buckets under sites/<site>. Time keys are big-endian so that byte order is time order.
-//
-//	meta/schema                     uint64 SchemaVersion
-//	meta/salt                       uint64 visitor-hash salt, chosen at creation
-//	meta/retention                  the retention in force: minutes, hours,
-//	                                days, 3 x uint64 seconds (0: forever)
-//	positions/<file id>             uint64 offset after the last committed line
-//	positions/stream:<path>         int64 unix nanoseconds: where the stream of a
-//	                                followed path starts (see StreamSince)
-//	sites/<site>/minutes/<minute>   record (unix minute, uint64)
-//	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
-//	sites/<site>/hours/<hour>       record (unix hour, uint64)
-//	sites/<site>/days/<yyyymmdd>    record (uint32 date in the zone of Config.TZ)
-//	sites/<site>/paths/<shard>      all-time page views of the paths of one of
-//	                                256 hash shards (uint16), sorted by path
-//	sites/<site>/daypaths/<yyyymmdd><shard>  the same for one day
-//	sites/<site>/pathlog/<yyyymmdd><seq>     page views per path of a day, as
-//	                                committed and not yet compacted (seq uint64)
-//	sites/<site>/counters/<name>    bookkeeping: distinct paths per day and
-//	                                all-time (uvarint), last day folded, the
-//	                                newest line's minute, from when each
-//	                                resolution is held whole (retention.go)
-//	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
-//	sites/default/outbox/<seq>      a committed batch of any site waiting to be
-//	                                shipped to the fleet (fleet mode; see outbox.go)
-var (
-	bucketMeta      = []byte("meta")
-	bucketPositions = []byte("positions")
-	bucketSites     = []byte("sites")
-	bucketMinutes   = []byte("minutes")
-	bucketVisitors  = []byte("visitors")
-	bucketHours     = []byte("hours")
-	bucketDays      = []byte("days")
-	bucketPaths     = []byte("paths")
-	bucketDayPaths  = []byte("daypaths")
-	bucketCounters  = []byte("counters")
-	bucketSeconds   = []byte("seconds")
-	bucketPathLog   = []byte("pathlog")
-
-	siteBuckets = [][]byte{bucketMinutes, bucketVisitors, bucketHours, bucketDays, bucketPaths,
-		bucketDayPaths, bucketCounters, bucketSeconds, bucketPathLog}
-
-	keySchema = []byte("schema")
-	keySalt   = []byte("salt")
-)
-
 var (
 	// ErrSchema means the file was written by an incompatible version of
 	// logtally. The file is left untouched.
@@ -519,10 +472,6 @@ func (s *Store) Position(file string) (offset int64, ok bool, err error) {
 	return offset, ok, err
 }
 
-// streamKey is where the start of a followed path's stream is kept, among
-// the positions: file ids start with "fp:".
-func streamKey(path string) []byte { return []byte("stream:" + path) }
-
 // StreamSince returns the modification time of the oldest file of the
 // stream of a followed path (the file at the path and its rotated copies)
 // that logtally started to read, and whether it has started: what the
@@ -552,26 +501,6 @@ func (s *Store) SetStreamSince(path string, since time.Time) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPositions).Put(streamKey(path), u64(uint64(since.UnixNano())))
 	})
-}
-
-func u64(v uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return b[:]
-}
-
-// dayKey is the calendar date of t in loc as a big-endian yyyymmdd.
-func dayKey(t time.Time, loc *time.Location) []byte {
-	y, m, d := t.In(loc).Date()
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], uint32(y*10000+int(m)*100+d))
-	return b[:]
-}
-
-// dayStart is the start of the day a dayKey names.
-func dayStart(k []byte, loc *time.Location) time.Time {
-	v := int(binary.BigEndian.Uint32(k))
-	return time.Date(v/10000, time.Month(v/100%100), v%100, 0, 0, 0, 0, loc)
 }
 
 // allocSize is the step in which the file grows.
