@@ -89,8 +89,30 @@ var (
 func (f *Format) assemble(vals *values, r *Record) error {
 	// Every field is set below, which is cheaper than r.Reset.
 	r.scratch = r.scratch[:0]
-	has := func(ro role) bool { return vals.set&(1<<ro) != 0 }
+	if err := f.host(vals, r); err != nil {
+		return err
+	}
+	if err := vals.time(r); err != nil {
+		return err
+	}
+	if err := splitRequest(f.text(r, vals, vals.v(roleRequest)), r); err != nil {
+		return err
+	}
+	r.Status, r.Bytes, r.RequestTime = 0, 0, 0
+	r.Referer, r.UserAgent, r.VHost = nil, nil, nil
+	if err := vals.response(r); err != nil {
+		return err
+	}
+	f.headers(vals, r)
+	return vals.requestTime(r)
+}
 
+// has reports whether the format has a field of role ro.
+func (vals *values) has(ro role) bool { return vals.set&(1<<ro) != 0 }
+
+// host sets r.Host: the client address, or with real_ip_from_xff the
+// left-most valid address of X-Forwarded-For.
+func (f *Format) host(vals *values, r *Record) error {
 	r.Host = f.text(r, vals, vals.v(roleHost))
 	if len(r.Host) == 0 || r.Host[0] == '-' || !plainHost(r.Host) {
 		return ErrHost
@@ -100,14 +122,18 @@ func (f *Format) assemble(vals *values, r *Record) error {
 			r.Host = ip
 		}
 	}
+	return nil
+}
 
+// time sets r.Time from whichever time field the format has.
+func (vals *values) time(r *Record) error {
 	var ok bool
 	switch {
-	case has(roleTimeLocal):
+	case vals.has(roleTimeLocal):
 		if r.Time, ok = r.minute.timeLocal(vals.v(roleTimeLocal)); !ok {
 			return errTimeLocal
 		}
-	case has(roleTimeISO):
+	case vals.has(roleTimeISO):
 		if r.Time, ok = timeISO(vals.v(roleTimeISO)); !ok {
 			return errTimeISO
 		}
@@ -116,14 +142,13 @@ func (f *Format) assemble(vals *values, r *Record) error {
 			return errMsec
 		}
 	}
+	return nil
+}
 
-	if err := splitRequest(f.text(r, vals, vals.v(roleRequest)), r); err != nil {
-		return err
-	}
-
-	r.Status, r.Bytes, r.RequestTime = 0, 0, 0
-	r.Referer, r.UserAgent, r.VHost = nil, nil, nil
-	if has(roleStatus) {
+// response sets r.Status and r.Bytes ($body_bytes_sent, else $bytes_sent),
+// if the format has them.
+func (vals *values) response(r *Record) error {
+	if vals.has(roleStatus) {
 		n, ok := decimal(vals.v(roleStatus), 3)
 		if !ok || n < 100 {
 			return errStatus
@@ -131,27 +156,39 @@ func (f *Format) assemble(vals *values, r *Record) error {
 		r.Status = int(n)
 	}
 	bytesField := roleBodyBytes
-	if !has(roleBodyBytes) {
+	if !vals.has(roleBodyBytes) {
 		bytesField = roleBytesSent
 	}
-	if v := vals.v(bytesField); has(bytesField) && !(len(v) == 1 && v[0] == '-') {
+	if v := vals.v(bytesField); vals.has(bytesField) && !(len(v) == 1 && v[0] == '-') {
 		n, ok := decimal(v, 19)
 		if !ok {
 			return errBytes
 		}
 		r.Bytes = n
 	}
-	if has(roleReferer) {
+	return nil
+}
+
+// headers sets the text fields a format may have: r.Referer, r.UserAgent
+// and r.VHost.
+func (f *Format) headers(vals *values, r *Record) {
+	if vals.has(roleReferer) {
 		r.Referer = f.text(r, vals, vals.v(roleReferer))
 	}
-	if has(roleUserAgent) {
+	if vals.has(roleUserAgent) {
 		r.UserAgent = f.text(r, vals, vals.v(roleUserAgent))
 	}
-	if has(roleVHost) {
+	if vals.has(roleVHost) {
 		r.VHost = f.text(r, vals, vals.v(roleVHost))
 	}
+}
+
+// requestTime sets r.RequestTime from whichever request time field the
+// format has, in its unit.
+func (vals *values) requestTime(r *Record) error {
 	for ro := roleRequestTime; ro <= roleRequestTimeS; ro++ {
-		if v := vals.v(ro); has(ro) && !(len(v) == 1 && v[0] == '-') {
+		if v := vals.v(ro); vals.has(ro) && !(len(v) == 1 && v[0] == '-') {
+			var ok bool
 			if r.RequestTime, ok = duration(v, ro); !ok {
 				return errRequestTime
 			}

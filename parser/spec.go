@@ -17,24 +17,30 @@ func isNameByte(c byte) bool {
 	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
+// tokens is a format being split into tokens.
+type tokens []token
+
+// lit appends the literal text s, merged into the literal before it if
+// there is one.
+func (ts *tokens) lit(s string) {
+	if n := len(*ts); n > 0 && (*ts)[n-1].name == "" {
+		(*ts)[n-1].lit += s
+	} else if s != "" {
+		*ts = append(*ts, token{lit: s})
+	}
+}
+
 // nginxTokens splits an nginx log_format string into literals and variables
 // ($name or ${name}). Adjacent literals are merged.
 func nginxTokens(spec string) ([]token, error) {
-	var toks []token
-	lit := func(s string) {
-		if n := len(toks); n > 0 && toks[n-1].name == "" {
-			toks[n-1].lit += s
-		} else if s != "" {
-			toks = append(toks, token{lit: s})
-		}
-	}
+	var toks tokens
 	for i := 0; i < len(spec); {
 		j := strings.IndexByte(spec[i:], '$')
 		if j < 0 {
-			lit(spec[i:])
+			toks.lit(spec[i:])
 			break
 		}
-		lit(spec[i : i+j])
+		toks.lit(spec[i : i+j])
 		i += j + 1
 		if i < len(spec) && spec[i] == '{' {
 			end := strings.IndexByte(spec[i:], '}')
@@ -54,7 +60,7 @@ func nginxTokens(spec string) ([]token, error) {
 			k++
 		}
 		if k == i { // a lone '$' is literal text
-			lit("$")
+			toks.lit("$")
 			continue
 		}
 		toks = append(toks, token{name: spec[i:k]})
@@ -122,102 +128,128 @@ var apacheVars = map[byte][]token{
 }
 
 // apacheTokens translates an Apache LogFormat string into the tokens of the
-// equivalent nginx format. Modifiers (%>s, %<s, %!200,304{...}i) are
-// accepted and ignored: they choose which value is logged, not its shape.
+// equivalent nginx format.
 func apacheTokens(spec string) ([]token, error) {
-	bad := func(what string) error { return fmt.Errorf("LogFormat %q: %s: %w", spec, what, ErrBadSpec) }
-	var toks []token
-	lit := func(s string) {
-		if n := len(toks); n > 0 && toks[n-1].name == "" {
-			toks[n-1].lit += s
-		} else if s != "" {
-			toks = append(toks, token{lit: s})
-		}
-	}
+	a := apacheSpec{spec: spec}
 	for i := 0; i < len(spec); i++ {
-		c := spec[i]
-		switch {
+		switch c := spec[i]; {
 		case c == '\\' && i+1 < len(spec):
-			// The string as written in httpd.conf: \" is a quote, \t a tab.
 			i++
-			switch spec[i] {
-			case 't':
-				lit("\t")
-			case 'n':
-				lit("\n")
-			default:
-				lit(spec[i : i+1])
-			}
-			continue
+			a.escaped(spec[i : i+1])
 		case c != '%':
-			lit(spec[i : i+1])
-			continue
-		}
-		i++
-		for i < len(spec) && (spec[i] == '<' || spec[i] == '>' || spec[i] == '!' || spec[i] == ',' || '0' <= spec[i] && spec[i] <= '9') {
-			i++
-		}
-		if i == len(spec) {
-			return nil, bad("trailing %")
-		}
-		if spec[i] == '%' {
-			lit("%")
-			continue
-		}
-		var arg string
-		if spec[i] == '{' {
-			end := strings.IndexByte(spec[i:], '}')
-			if end < 0 || i+end+1 >= len(spec) {
-				return nil, bad("unterminated %{")
-			}
-			arg, i = spec[i+1:i+end], i+end+1
-		}
-		d := spec[i]
-		if arg != "" {
-			name := strings.ToLower(strings.Map(func(r rune) rune {
-				if r < 0x80 && isNameByte(byte(r)) {
-					return r
-				}
-				return '_'
-			}, arg))
-			switch d {
-			case 'i':
-				toks = append(toks, token{name: "http_" + name})
-			case 'o':
-				toks = append(toks, token{name: "sent_http_" + name})
-			case 'C':
-				toks = append(toks, token{name: "cookie_" + name})
-			case 'e':
-				toks = append(toks, token{name: "env_" + name})
-			case 'n':
-				toks = append(toks, token{name: "note_" + name})
-			case 'T':
-				toks = append(toks, token{name: "request_time_" + name}) // %{ms}T, %{us}T, %{s}T
-			case 'a', 'h', 'p', 'c':
-				toks = append(toks, apacheVars[d]...)
-			case 't':
-				if arg != "sec" {
-					return nil, bad(fmt.Sprintf("time format %%{%s}t is not supported; use %%t or %%{sec}t", arg))
-				}
-				toks = append(toks, token{name: "msec"})
-			default:
-				return nil, bad(fmt.Sprintf("unknown directive %%{%s}%c", arg, d))
-			}
-			continue
-		}
-		v, ok := apacheVars[d]
-		if !ok {
-			return nil, bad(fmt.Sprintf("unknown directive %%%c", d))
-		}
-		for _, t := range v {
-			if t.name == "" {
-				lit(t.lit)
-			} else {
-				toks = append(toks, t)
+			a.toks.lit(spec[i : i+1])
+		default:
+			var err error
+			if i, err = a.directive(i + 1); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return toks, nil
+	return a.toks, nil
+}
+
+// apacheSpec is an Apache LogFormat string being translated into tokens.
+type apacheSpec struct {
+	spec string
+	toks tokens
+}
+
+func (a *apacheSpec) bad(what string) error {
+	return fmt.Errorf("LogFormat %q: %s: %w", a.spec, what, ErrBadSpec)
+}
+
+// escaped appends c, which followed a backslash, as httpd.conf reads the
+// string: \" is a quote, \t a tab, \n a newline.
+func (a *apacheSpec) escaped(c string) {
+	switch c {
+	case "t":
+		a.toks.lit("\t")
+	case "n":
+		a.toks.lit("\n")
+	default:
+		a.toks.lit(c)
+	}
+}
+
+// directive translates the directive that follows a % at spec[i], and
+// returns the index of its last byte. Modifiers (%>s, %<s,
+// %!200,304{...}i) are accepted and ignored: they choose which value is
+// logged, not its shape.
+func (a *apacheSpec) directive(i int) (int, error) {
+	spec := a.spec
+	for i < len(spec) && (spec[i] == '<' || spec[i] == '>' || spec[i] == '!' || spec[i] == ',' || '0' <= spec[i] && spec[i] <= '9') {
+		i++
+	}
+	if i == len(spec) {
+		return i, a.bad("trailing %")
+	}
+	if spec[i] == '%' {
+		a.toks.lit("%")
+		return i, nil
+	}
+	var arg string
+	if spec[i] == '{' {
+		end := strings.IndexByte(spec[i:], '}')
+		if end < 0 || i+end+1 >= len(spec) {
+			return i, a.bad("unterminated %{")
+		}
+		arg, i = spec[i+1:i+end], i+end+1
+	}
+	if arg == "" {
+		return i, a.plain(spec[i])
+	}
+	return i, a.braced(arg, spec[i])
+}
+
+// plain appends the variables of the directive %d.
+func (a *apacheSpec) plain(d byte) error {
+	v, ok := apacheVars[d]
+	if !ok {
+		return a.bad(fmt.Sprintf("unknown directive %%%c", d))
+	}
+	for _, t := range v {
+		if t.name == "" {
+			a.toks.lit(t.lit)
+		} else {
+			a.toks = append(a.toks, t)
+		}
+	}
+	return nil
+}
+
+// braced appends the variable of the directive %{arg}d: a header, a cookie,
+// an environment variable, a note, or a unit of time.
+func (a *apacheSpec) braced(arg string, d byte) error {
+	name := strings.ToLower(strings.Map(func(r rune) rune {
+		if r < 0x80 && isNameByte(byte(r)) {
+			return r
+		}
+		return '_'
+	}, arg))
+	switch d {
+	case 'i':
+		a.toks = append(a.toks, token{name: "http_" + name})
+	case 'o':
+		a.toks = append(a.toks, token{name: "sent_http_" + name})
+	case 'C':
+		a.toks = append(a.toks, token{name: "cookie_" + name})
+	case 'e':
+		a.toks = append(a.toks, token{name: "env_" + name})
+	case 'n':
+		a.toks = append(a.toks, token{name: "note_" + name})
+	case 'T':
+		a.toks = append(a.toks, token{name: "request_time_" + name}) // %{ms}T, %{us}T, %{s}T
+	case 'a', 'h', 'p', 'c':
+		a.toks = append(a.toks, apacheVars[d]...)
+	case 't':
+		if arg != "sec" {
+			return a.bad(fmt.Sprintf("time format %%{%s}t is not supported; use %%t or %%{sec}t", arg))
+		}
+		a.toks = append(a.toks, token{name: "msec"})
+	default:
+		return a.bad(fmt.Sprintf("unknown directive %%{%s}%c", arg, d))
+	}
+	return nil
 }
 
 // Escaping styles of nginx log_format (its escape= parameter). Apache escapes
