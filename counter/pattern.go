@@ -85,14 +85,11 @@ func parseSegment(p string, i, col int) (segment, int, error) {
 	for i < len(p) && p[i] != '/' {
 		switch c := p[i]; c {
 		case '\\':
-			if i+1 == len(p) || !strings.ContainsRune(`{}*\`, rune(p[i+1])) {
-				esc := `\`
-				if i+1 < len(p) {
-					esc = p[i : i+2]
-				}
-				return seg, 0, fmt.Errorf(`%w: escape %q at column %d; only \{ \} \* and \\ are escapes`, ErrPattern, esc, col+i)
+			b, err := escaped(p, i, col)
+			if err != nil {
+				return seg, 0, err
 			}
-			text = append(text, p[i+1])
+			text = append(text, b)
 			i += 2
 		case '}':
 			return seg, 0, fmt.Errorf(`%w: "}" at column %d closes nothing; write \} for a literal "}"`, ErrPattern, col+i)
@@ -138,6 +135,20 @@ func parseSegment(p string, i, col int) (segment, int, error) {
 	return seg, i, nil
 }
 
+// escaped returns the byte that the backslash at p[i] escapes.
+func escaped(p string, i, col int) (byte, error) {
+	if i+1 == len(p) || !strings.ContainsRune(`{}*\`, rune(p[i+1])) {
+		esc := `\`
+		if i+1 < len(p) {
+			esc = p[i : i+2]
+		}
+		return 0, fmt.Errorf(`%w: escape %q at column %d; only \{ \} \* and \\ are escapes`, ErrPattern, esc, col+i)
+	}
+	return p[i+1], nil
+}
+
+// twoHoles is the error for a segment with a second hole, at second, after
+// the one at first.
 func twoHoles(p string, first, second, col int) error {
 	return fmt.Errorf("%w: %q at column %d is a second capture in the segment of %q at column %d; a segment holds one {capture} or *",
 		ErrPattern, p[second:second+1], col+second, p[first:first+1], col+first)
