@@ -158,7 +158,7 @@ func (s *soak) checkFleet(ctx context.Context, d *daemon, r *result, from, to ti
 	if err != nil {
 		return err
 	}
-	// The fleet's series carry no bytes (README, Fleet mode: what is exact).
+	// The fleet's series carry no bytes (docs/fleet.md, What is exact).
 	noBytes := make(map[int64]counts, len(truth))
 	for m, c := range truth {
 		c.bytes = 0

@@ -464,7 +464,7 @@ func (s *soak) downtime(ctx context.Context, life int) error {
 		}
 	}
 	// replay has no fleet mode: what it counts would never reach the fleet
-	// database (README, Fleet mode), so a fleet soak does not replay.
+	// database (docs/fleet.md), so a fleet soak does not replay.
 	if s.pgServer == nil && (first || s.rng.IntN(3) == 0) {
 		if err := s.replay(ctx, s.rng.IntN(2) == 0); err != nil {
 			return err
@@ -486,7 +486,7 @@ var replaySummary = regexp.MustCompile(`replay: (\d+) files, (\d+) lines read`)
 // replay runs `logtally replay` on every rotated copy, and on the live log
 // too when live is set, as an operator would between two runs: what run
 // already counted adds nothing, and what replay counts run does not count
-// again (README: "Replaying a file twice, or the .gz of a file that run
+// again (docs/replay-and-report.md: "Replaying a file twice, or the .gz of a file that run
 // already read, adds nothing").
 func (s *soak) replay(ctx context.Context, live bool) error {
 	s.w.rot.Lock() // the files keep their names while replay reads them
