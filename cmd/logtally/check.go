@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/logtally/logtally/storage"
@@ -15,54 +15,49 @@ import (
 // since every start would refuse the file again.
 const exitDamaged = 3
 
-func init() {
-	synopsis["check"] = "logtally check --db FILE"
+// checkCmd is `logtally check`: it reads every page of a database file and
+// says whether it is damaged, and if so how to recover.
+type checkCmd struct {
+	proc *process
+	path string // --db
 }
 
-// parseCheck reads the flags of `logtally check`: only which file.
-func (m *Main) parseCheck(args []string) error {
-	fs := flag.NewFlagSet("logtally check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.StringVar(&m.Store.Path, "db", storage.DefaultConfig().Path, "database `file` to check")
-	if err := applyEnv(fs, m.Getenv); err != nil {
-		return m.usageError(err)
-	}
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		usageFunc(fs, m.Stderr, synopsis["check"])()
-		return err
-	} else if err != nil {
-		return m.usageError(flagError(fs, flag.NewFlagSet("", flag.ContinueOnError), err))
-	}
-	if fs.NArg() > 0 {
-		return m.usageError(fmt.Errorf("check takes no FILE (%s): name the database with --db", fs.Arg(0)))
+func (c *checkCmd) registerFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.path, "db", storage.DefaultConfig().Path, "database `file` to check")
+}
+
+func (c *checkCmd) check(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("check takes no FILE (%s): name the database with --db", args[0])
 	}
 	return nil
 }
 
-// runCheck checks the database file and prints what it found, with how to
+// Run checks the database file and prints what it found, with how to
 // recover when the file is damaged.
-func (m *Main) runCheck() error {
-	path := m.Store.Path
-	err := storage.Check(path)
+func (c *checkCmd) Run(context.Context) error {
+	out := c.proc.Stdout
+	err := storage.Check(c.path)
 	var damage *storage.DamageError
 	switch {
 	case err == nil:
-		fmt.Fprintf(m.Stdout, "%s: no damage found: every page was read, and bbolt's consistency check passed\n", path)
+		fmt.Fprintf(out, "%s: no damage found: every page was read, and bbolt's consistency check passed\n", c.path)
 		return nil
 	case errors.As(err, &damage):
-		fmt.Fprintf(m.Stdout, "%s is damaged:\n", path)
+		fmt.Fprintf(out, "%s is damaged:\n", c.path)
 		for _, p := range damage.Problems {
-			fmt.Fprintf(m.Stdout, "  %s\n", p)
+			fmt.Fprintf(out, "  %s\n", p)
 		}
 		if damage.More > 0 {
-			fmt.Fprintf(m.Stdout, "  and %d more\n", damage.More)
+			fmt.Fprintf(out, "  and %d more\n", damage.More)
 		}
-		fmt.Fprint(m.Stdout, strings.ReplaceAll(recovery, "DB", path))
-		return fmt.Errorf("%s: %w", path, storage.ErrDamaged)
+		fmt.Fprint(out, strings.ReplaceAll(recovery, "DB", c.path))
+		return fmt.Errorf("%s: %w", c.path, storage.ErrDamaged)
 	}
-	return storeFix(err, path)
+	return storeFix(err, c.path)
 }
+
+func (*checkCmd) Close() error { return nil }
 
 // recovery is what check prints after the damage: a file is not repaired
 // in place, it is replaced.

@@ -33,11 +33,11 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	if err := m.ParseFlags([]string{"run", "--listen", "127.0.0.1:7777"}); err != nil {
 		t.Fatal(err)
 	}
-	if m.Store.Path != "/tmp/from-env.db" || m.Window.MaxSkew != 30*time.Second {
-		t.Errorf("from the environment: db %q, max-skew %s", m.Store.Path, m.Window.MaxSkew)
+	if m.run().Store.Path != "/tmp/from-env.db" || m.run().Window.MaxSkew != 30*time.Second {
+		t.Errorf("from the environment: db %q, max-skew %s", m.run().Store.Path, m.run().Window.MaxSkew)
 	}
-	if m.Listen != "127.0.0.1:7777" {
-		t.Errorf("listen = %q: the command line must win over the environment", m.Listen)
+	if m.run().serve.Listen != "127.0.0.1:7777" {
+		t.Errorf("listen = %q: the command line must win over the environment", m.run().serve.Listen)
 	}
 
 	env["LOGTALLY_WINDOW"] = "ten minutes"
@@ -124,12 +124,12 @@ func TestMetricsStatusAndReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failing atomic.Bool
-	m.wrapStore = func(s ingest.Committer) ingest.Committer { return &failingStore{s, &failing} }
+	m.run().wrapStore = func(s ingest.Committer) ingest.Committer { return &failingStore{s, &failing} }
 	if err := m.Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	poll.Until(t, "the lines", func() bool { return m.pipeline.Lines() == 3 && m.pipeline.Commits() > 0 })
+	poll.Until(t, "the lines", func() bool { return m.pipeline().Lines() == 3 && m.pipeline().Commits() > 0 })
 
 	_, body := get(t, m, "/metrics")
 	families, err := new(expfmt.TextParser).TextToMetricFamilies(strings.NewReader(body + "\n"))

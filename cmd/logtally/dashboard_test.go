@@ -248,7 +248,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// it does not hold.
 	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--keep-minutes", "30m", log)
 	poll.Until(t, "the log read", func() bool { return stats(t, m).Requests == 122 })
-	poll.Until(t, "the log committed", func() bool { return m.pipeline.Commits() > 0 }) // for the day's pages
+	poll.Until(t, "the log committed", func() bool { return m.pipeline().Commits() > 0 }) // for the day's pages
 
 	b.run(t, chromedp.Navigate("http://"+m.Addr()+"/"))
 	var st struct {
@@ -535,7 +535,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	m := start(t, time.Now, "run", "--listen", "127.0.0.1:0", "--window-end", "log", "--tz", "UTC",
 		filepath.Join("testdata", "sample.log"))
 	poll.Until(t, "the sample read", func() bool { return stats(t, m).Requests == 396 })
-	poll.Until(t, "the sample committed", func() bool { return m.pipeline.Commits() > 0 })
+	poll.Until(t, "the sample committed", func() bool { return m.pipeline().Commits() > 0 })
 	b.run(t, chromedp.EmulateViewport(1280, 900), chromedp.Navigate("http://"+m.Addr()+"/"))
 	b.waitEval(t, "the figures", `document.getElementById("requests").dataset.value || ""`, "396")
 	b.waitEval(t, "the chart", `String(document.querySelectorAll("#chart path.line").length)`, "3")
@@ -566,7 +566,7 @@ func TestDashboardSites(t *testing.T) {
 	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--format", "vhost_combined",
 		"--site-field", "%v", "--site", "shop.example.org="+shop, "--window-end", "log", log)
 	poll.Until(t, "the logs read", func() bool { return stats(t, m).Requests == truth[logtally.AllSites].requests })
-	poll.Until(t, "the logs committed", func() bool { return m.pipeline.Commits() > 0 }) // for each site's history
+	poll.Until(t, "the logs committed", func() bool { return m.pipeline().Commits() > 0 }) // for each site's history
 	b.run(t, chromedp.Navigate("http://"+m.Addr()+"/"))
 	b.waitEval(t, "the site selector", `String(!document.getElementById("site-picker").hidden)`, "true")
 	options := evalAs[[]string](t, b, `[...document.querySelectorAll("#site option")].map(o => o.value)`)

@@ -70,7 +70,7 @@ func TestNoFalseLagAfterRestart(t *testing.T) {
 		line("192.0.2.2", clk.At(-time.Minute), "GET /b HTTP/1.1", 200, browser))
 	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
 	m := start(t, clk.Now, args...)
-	poll.Until(t, "the lines", func() bool { return m.pipeline.Lines() == 2 })
+	poll.Until(t, "the lines", func() bool { return m.pipeline().Lines() == 2 })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}

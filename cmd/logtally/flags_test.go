@@ -47,6 +47,15 @@ func TestFlagErrors(t *testing.T) {
 		{"report --from 17/05/2015", "logtally report: --from \"17/05/2015\": want a day such as 2015-05-17\nsee 'logtally report --help'\n"},
 		{"report --listen :1", "logtally report: unknown flag --listen: it is a flag of 'logtally run', not of 'logtally report'\nsee 'logtally report --help'\n"},
 		{"report x.log", "logtally report: report takes no FILE, got [\"x.log\"]: it reads the database (--db)\nsee 'logtally report --help'\n"},
+		{"run access.log --windw 5m", "logtally run: unknown flag --windw: did you mean --window?\nsee 'logtally run --help'\n"},
+		{"replay x.log --listen :1", "logtally replay: unknown flag --listen: it is a flag of 'logtally run', not of 'logtally replay'\nsee 'logtally replay --help'\n"},
+		{"run --listen localhost", "logtally run: --listen \"localhost\": want host:port, such as 127.0.0.1:8080 or :8080 (missing port in address)\nsee 'logtally run --help'\n"},
+		{"run --log-format xml", "logtally run: --log-format \"xml\": want text or json\nsee 'logtally run --help'\n"},
+		{"replay --max-skew x.log", "logtally replay: --max-skew \"x.log\": want a duration such as 90s, 10m or 1h30m\nsee 'logtally replay --help'\n"},
+		{"run ---x", "logtally run: bad flag syntax \"---x\": write --name or --name=value\nsee 'logtally run --help'\n"},
+		{"check x.db", "logtally check: check takes no FILE (x.db): name the database with --db\nsee 'logtally check --help'\n"},
+		{"check --listen :1", "logtally check: unknown flag --listen: check has no such flag\nsee 'logtally check --help'\n"},
+		{"version extra", "logtally version: version takes no arguments, got [\"extra\"]\nsee 'logtally version --help'\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
+	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tally"
 )
 
@@ -19,20 +20,20 @@ const maxFleetFlushLines = tally.MaxBatchViews / 4
 // store (the window's length and skew, the zone of days, the retentions),
 // turns the store's outbox on, and checks the result. Without --fleet it
 // does nothing.
-func (m *Main) fleetSettings() error {
-	if m.Command != "run" || !m.Fleet.Enabled() {
+func (r *runCmd) fleetSettings() error {
+	if !r.Fleet.Enabled() {
 		return nil
 	}
-	f := &m.Fleet
-	f.Window, f.MaxSkew = m.Window.Length, m.Window.MaxSkew
-	if m.Store.TZ != "" {
-		f.TZ = m.Store.TZ
+	f := &r.Fleet
+	f.Window, f.MaxSkew = r.Window.Length, r.Window.MaxSkew
+	if r.Store.TZ != "" {
+		f.TZ = r.Store.TZ
 	}
-	f.MinuteRetention, f.HourRetention, f.DayRetention = m.Store.MinuteRetention, m.Store.HourRetention, m.Store.DayRetention
-	m.Store.Outbox, m.Store.MaxOutbox = true, f.MaxOutbox
-	if m.Ingest.flushLines() > maxFleetFlushLines {
+	f.MinuteRetention, f.HourRetention, f.DayRetention = r.Store.MinuteRetention, r.Store.HourRetention, r.Store.DayRetention
+	r.Store.Outbox, r.Store.MaxOutbox = true, f.MaxOutbox
+	if r.Pipeline.flushLines() > maxFleetFlushLines {
 		return fmt.Errorf("--flush-lines %d: at most %d with --fleet (one commit must fit in one shipped batch)",
-			m.Ingest.flushLines(), maxFleetFlushLines)
+			r.Pipeline.flushLines(), maxFleetFlushLines)
 	}
 	if err := f.Validate(); err != nil {
 		return fmt.Errorf("--fleet: %w", err)
@@ -43,27 +44,28 @@ func (m *Main) fleetSettings() error {
 // salt returns the salt visitors are hashed with: the store's own, or in
 // fleet mode the fleet's, so that one visitor is one hash on every node. A
 // node that has never reached the fleet database waits for it here.
-func (m *Main) salt(ctx context.Context) (uint64, error) {
-	if m.Command != "run" || !m.Fleet.Enabled() {
-		return m.store.Salt(), nil
+func (r *runCmd) salt(ctx context.Context, store *storage.Store) (uint64, error) {
+	if !r.Fleet.Enabled() {
+		return storeSalt(ctx, store)
 	}
-	cfg := m.Fleet
-	if m.multiSite() {
+	cfg := r.Fleet
+	if r.Pipeline.multiSite() {
 		cfg.Site = logtally.AllSites
 	}
-	m.fleet = fleet.NewNode(cfg, m.store.Outbox(), m.Logger, m.Now)
-	return m.fleet.Salt(ctx)
+	r.node = fleet.NewNode(cfg, store.Outbox(), r.proc.Logger, r.proc.Now)
+	return r.node.Salt(ctx)
 }
 
 // apiFleet is what the API answers for the fleet from; nil without --fleet.
-func (m *Main) apiFleet() *api.Fleet {
-	if m.fleet == nil {
+func (r *runCmd) apiFleet() *api.Fleet {
+	if r.node == nil {
 		return nil
 	}
-	f := &api.Fleet{View: m.fleet.Current, History: m.fleet}
-	if m.multiSite() {
+	node := r.node
+	f := &api.Fleet{View: node.Current, History: node}
+	if r.Pipeline.multiSite() {
 		f.Site = func(name string) *api.Fleet {
-			return &api.Fleet{View: func() *logtally.View { return m.fleet.SiteView(name) }, History: m.fleet.SiteHistory(name)}
+			return &api.Fleet{View: func() *logtally.View { return node.SiteView(name) }, History: node.SiteHistory(name)}
 		}
 	}
 	return f

@@ -535,10 +535,10 @@ func TestFleetOutboxFullPausesReading(t *testing.T) {
 	srv.Stop()
 	now := func() string { return time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700") }
 	for i := range 4 {
-		commits := m.pipeline.Commits()
+		commits := m.pipeline().Commits()
 		appendLines(t, log, line(fmt.Sprintf("192.0.2.%d", i), now(), "GET /a HTTP/1.1", 200, browser))
 		if i < 2 {
-			poll.Until(t, "a commit", func() bool { return m.pipeline.Commits() > commits })
+			poll.Until(t, "a commit", func() bool { return m.pipeline().Commits() > commits })
 		}
 	}
 	poll.Until(t, "reading to pause", func() bool {

@@ -90,7 +90,7 @@ func series(t *testing.T, m *Main, query string) api.SeriesBody {
 // sketches' error by hour and day.
 func TestReplay2015AnswersSeriesExactly(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
-	summary := replayCmd(t, "--db", db, "--tz", "UTC", archive)
+	summary := replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	if !strings.Contains(summary, "kept: 1000 lines in minutes, hours and days") {
 		t.Errorf("replay summary %q: want every line kept in minutes, hours and days", summary)
 	}
@@ -130,7 +130,7 @@ func TestReplay2015AnswersSeriesExactly(t *testing.T) {
 // zero; one after, with no line, is zero.
 func TestPointsBeforeKeptFrom(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
-	replayCmd(t, "--db", db, "--tz", "UTC", archive)
+	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	m := start(t, time.Now, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC")
 	s := series(t, m, "from=2015-05-06T02:50:00Z&to=2015-05-06T02:59:00Z&step=1m")
 	kept := time.Date(2015, 5, 6, 2, 55, 0, 0, time.UTC) // 14 days before the newest line's minute
@@ -190,7 +190,7 @@ func startLogged(t *testing.T, args ...string) (*Main, *syncBuffer) {
 // deletes, and logs what it deleted.
 func TestShorterRetentionIsHeldUnlessApplied(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
-	replayCmd(t, "--db", db, "--tz", "UTC", archive)
+	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	minutes := func() int {
 		s, err := storage.OpenReadOnly(storage.Config{Path: db}, 5*time.Second)
 		if err != nil {
@@ -206,7 +206,7 @@ func TestShorterRetentionIsHeldUnlessApplied(t *testing.T) {
 	before := minutes()
 
 	m, log := startLogged(t, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC", "--keep-minutes", "1d")
-	if pruned, err := m.store.Prune(context.Background()); err != nil || len(pruned) != 0 {
+	if pruned, err := m.run().store.Prune(context.Background()); err != nil || len(pruned) != 0 {
 		t.Errorf("held retention pruned %+v, %v", pruned, err)
 	}
 	for _, want := range []string{`msg="retention kept longer than asked: the stored one is in force"`, "flag=--keep-minutes",
@@ -241,7 +241,7 @@ func TestReplayThenRunShowsCurrentMinute(t *testing.T) {
 	for i := range 30 {
 		appendLines(t, log, line(fmt.Sprintf("192.0.2.%d", i), clk.At(-time.Duration(30-i)*time.Second), "GET / HTTP/1.1", 200, browser))
 	}
-	replayCmd(t, "--db", db, log)
+	replayLogs(t, "--db", db, log)
 	m := start(t, clk.Now, "run", "--db", db, "--listen", "127.0.0.1:0")
 	if s := stats(t, m); s.Requests != 30 || s.Visitors != 30 {
 		t.Errorf("stats after replaying the current minute: %+v, want its 30 requests and visitors", s)

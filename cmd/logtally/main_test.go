@@ -38,7 +38,7 @@ func start(t *testing.T, now func() time.Time, args ...string) *Main {
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	m.Tailer.Poll = 5 * time.Millisecond
+	m.run().Tailer.Poll = 5 * time.Millisecond
 	if err := m.Run(context.Background()); err != nil {
 		m.Close()
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestEndToEnd(t *testing.T) {
 		line("192.0.2.5", clk.At(-11*time.Minute), "GET /a HTTP/1.1", 200, browser),        // before the window
 		line("192.0.2.6", clk.At(5*time.Minute), "GET /a HTTP/1.1", 200, browser),          // past --max-skew
 	)
-	poll.Until(t, "11 lines read", func() bool { return m.pipeline.Lines() == 11 })
+	poll.Until(t, "11 lines read", func() bool { return m.pipeline().Lines() == 11 })
 	poll.Until(t, "stats to show them", func() bool { return stats(t, m).Requests == 8 })
 
 	status, body := get(t, m, "/api/v1/stats")
@@ -166,21 +166,21 @@ func TestRestartResumesExactly(t *testing.T) {
 
 	m := start(t, clk.Now, args...)
 	appendLines(t, log, lines(0, n)...)
-	poll.Until(t, "first lines read", func() bool { return m.pipeline.Lines() == n })
+	poll.Until(t, "first lines read", func() bool { return m.pipeline().Lines() == n })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	appendLines(t, log, lines(n, more)...) // written while stopped
 	m = start(t, clk.Now, args...)
-	poll.Until(t, "the rest read", func() bool { return m.pipeline.Lines() == more })
+	poll.Until(t, "the rest read", func() bool { return m.pipeline().Lines() == more })
 	poll.Until(t, "stats to include both runs", func() bool { return stats(t, m).Requests == n+more })
 	_, gotStats := get(t, m, "/api/v1/stats")
 	_, gotPages := get(t, m, "/api/v1/pages")
 
 	// An uninterrupted run over the same log must show the same window.
 	whole := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0", log)
-	poll.Until(t, "a single run to read everything", func() bool { return whole.pipeline.Lines() == n+more })
+	poll.Until(t, "a single run to read everything", func() bool { return whole.pipeline().Lines() == n+more })
 	poll.Until(t, "its stats", func() bool { return stats(t, whole).Requests == n+more })
 	if _, want := get(t, whole, "/api/v1/stats"); gotStats != want {
 		t.Errorf("stats after restart = %s\nuninterrupted run  = %s", gotStats, want)
@@ -296,13 +296,13 @@ func TestRunReplayRun(t *testing.T) {
 	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
 	m := start(t, clk.Now, args...)
 	appendLines(t, log, lines("192.0.2", 0, 100)...)
-	poll.Until(t, "the run's lines read", func() bool { return m.pipeline.Lines() == 100 })
+	poll.Until(t, "the run's lines read", func() bool { return m.pipeline().Lines() == 100 })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	appendLines(t, other, append(lines("198.51.100", 20, 50), "not a log line")...)
-	if got := replayCmd(t, "--db", db, other); !strings.HasPrefix(got, "replay: 1 files, 51 lines read, 50 parsed, 1 rejected") {
+	if got := replayLogs(t, "--db", db, other); !strings.HasPrefix(got, "replay: 1 files, 51 lines read, 50 parsed, 1 rejected") {
 		t.Fatalf("replay: %q, want 50 lines parsed and 1 rejected", got)
 	}
 
@@ -333,4 +333,18 @@ func TestRunReplayRun(t *testing.T) {
 			"want the stored series' %d requests (150), %d page views, 40 visitors, 1 rejected",
 			got.Requests, got.Pageviews, got.Visitors, got.Rejected, requests, pageviews)
 	}
+}
+
+// run returns the run command m parsed.
+func (m *Main) run() *runCmd { return m.cmd.(*runCmd) }
+
+// pipeline returns the pipeline of the run or replay m runs.
+func (m *Main) pipeline() *pipeline {
+	switch c := m.cmd.(type) {
+	case *runCmd:
+		return c.pipeline
+	case *replayCmd:
+		return c.pipeline
+	}
+	return nil
 }

@@ -137,7 +137,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	const probes = 1 // the request that waited for nginx to answer
 	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", "--rescan-interval", "100ms", log}
 	m := start(t, time.Now, args...)
-	poll.Until(t, "the probe's line read", func() bool { return m.pipeline.Lines() == probes })
+	poll.Until(t, "the probe's line read", func() bool { return m.pipeline().Lines() == probes })
 
 	var sent atomic.Int64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 10 * time.Second}
@@ -173,7 +173,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	first := m.pipeline.Lines()
+	first := m.pipeline().Lines()
 	time.Sleep(100 * time.Millisecond) // requests logged while stopped
 	m = start(t, time.Now, args...)
 
@@ -182,13 +182,13 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("request: %v", err)
 	}
-	poll.Until(t, "every request read", func() bool { return first+m.pipeline.Lines() >= n })
+	poll.Until(t, "every request read", func() bool { return first+m.pipeline().Lines() >= n })
 	time.Sleep(100 * time.Millisecond) // room for a line counted twice to show
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got := storedRequests(t, db); got != n {
-		t.Errorf("stored requests = %d, want %d (read %d before the restart, %d after)", got, n, first, m.pipeline.Lines())
+		t.Errorf("stored requests = %d, want %d (read %d before the restart, %d after)", got, n, first, m.pipeline().Lines())
 	}
 }
 

@@ -11,17 +11,17 @@ import (
 )
 
 // progress draws a progress bar for replay, of the bytes r has read of the
-// files' sizes, on standard error while it is a terminal, and returns the
+// files' sizes and the lines counted, on w while it is a terminal, and returns the
 // function that stops and erases it. Elsewhere (a pipe, a log file, a test)
 // it draws nothing: the summary line says it all.
-func (m *Main) progress(r *tailer.Reader, start time.Time) (stop func()) {
+func progress(w io.Writer, files []string, r *tailer.Reader, lines func() int64, start time.Time) (stop func()) {
 	var total int64
-	for _, path := range m.Files {
+	for _, path := range files {
 		if fi, err := os.Stat(path); err == nil {
 			total += fi.Size()
 		}
 	}
-	if !isTerminal(m.Stderr) || total <= 0 {
+	if !isTerminal(w) || total <= 0 {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -33,10 +33,10 @@ func (m *Main) progress(r *tailer.Reader, start time.Time) (stop func()) {
 		for {
 			select {
 			case <-done:
-				fmt.Fprint(m.Stderr, "\r\033[K")
+				fmt.Fprint(w, "\r\033[K")
 				return
 			case <-tick.C:
-				fmt.Fprint(m.Stderr, "\r"+progressLine(r.Bytes.Load(), total, m.pipeline.Lines(), time.Since(start))+"\033[K")
+				fmt.Fprint(w, "\r"+progressLine(r.Bytes.Load(), total, lines(), time.Since(start))+"\033[K")
 			}
 		}
 	}()

@@ -33,7 +33,7 @@ func BenchmarkReplay(b *testing.B) {
 		if err := m.Run(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		if got := m.pipeline.Lines(); got != lines {
+		if got := m.pipeline().Lines(); got != lines {
 			b.Fatalf("read %d lines, want %d", got, lines)
 		}
 		if err := m.Close(); err != nil {

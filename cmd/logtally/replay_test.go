@@ -15,11 +15,11 @@ import (
 	"github.com/logtally/logtally/internal/poll"
 )
 
-// replayCmd runs `logtally replay args...` and returns its summary line.
-func replayCmd(t *testing.T, args ...string) string {
+// replayLogs runs `logtally replay args...` and returns its summary line.
+func replayLogs(t *testing.T, args ...string) string {
 	t.Helper()
 	m := NewMain()
-	m.Store.Salt = testSalt // reproducible estimates of visitors
+	m.Salt = testSalt // reproducible estimates of visitors
 	var out bytes.Buffer
 	m.Stdout, m.Stderr = &out, io.Discard
 	if err := m.ParseFlags(append([]string{"replay"}, args...)); err != nil {
@@ -63,15 +63,15 @@ func TestReplayTwiceChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	writeLog(t, log, 20_000)
-	if n := linesRead(t, replayCmd(t, "--db", db, log)); n != 20_000 {
+	if n := linesRead(t, replayLogs(t, "--db", db, log)); n != 20_000 {
 		t.Fatalf("first replay read %d lines, want 20000", n)
 	}
 	before := storedRequests(t, db)
-	if n := linesRead(t, replayCmd(t, "--db", db, log)); n != 0 {
+	if n := linesRead(t, replayLogs(t, "--db", db, log)); n != 0 {
 		t.Errorf("second replay read %d lines, want 0", n)
 	}
 	gzipTo(t, log, log+".gz")
-	if n := linesRead(t, replayCmd(t, "--db", db, log+".gz")); n != 0 {
+	if n := linesRead(t, replayLogs(t, "--db", db, log+".gz")); n != 0 {
 		t.Errorf("replay of the .gz read %d lines, want 0", n)
 	}
 	if after := storedRequests(t, db); after != before || before == 0 {
@@ -84,7 +84,7 @@ func TestReplayFileAndItsGzipAtOnce(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	writeLog(t, log, 5_000)
 	gzipTo(t, log, log+".1.gz")
-	if n := linesRead(t, replayCmd(t, "--db", filepath.Join(dir, "db"), log+".1.gz", log)); n != 5_000 {
+	if n := linesRead(t, replayLogs(t, "--db", filepath.Join(dir, "db"), log+".1.gz", log)); n != 5_000 {
 		t.Errorf("replay of a file and its .gz read %d lines, want 5000", n)
 	}
 }
@@ -101,7 +101,7 @@ func TestReplayGzipOfLiveFileChangesNothing(t *testing.T) {
 	}
 	appendLines(t, log, lines[:200]...)
 	m := start(t, clk.Now, "run", "--db", db, "--listen", "127.0.0.1:0", log)
-	poll.Until(t, "lines read live", func() bool { return m.pipeline.Lines() == 200 })
+	poll.Until(t, "lines read live", func() bool { return m.pipeline().Lines() == 200 })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func TestReplayGzipOfLiveFileChangesNothing(t *testing.T) {
 	gzipTo(t, log+".1", log+".1.gz")
 	os.Remove(log + ".1")
 
-	if n := linesRead(t, replayCmd(t, "--db", db, log+".1.gz")); n != 100 {
+	if n := linesRead(t, replayLogs(t, "--db", db, log+".1.gz")); n != 100 {
 		t.Errorf("replay of the .gz read %d lines, want the 100 not read live", n)
 	}
-	if n := linesRead(t, replayCmd(t, "--db", db, log+".1.gz")); n != 0 {
+	if n := linesRead(t, replayLogs(t, "--db", db, log+".1.gz")); n != 0 {
 		t.Errorf("second replay of the .gz read %d lines, want 0", n)
 	}
 	if got := storedRequests(t, db); got != 300 {
@@ -130,7 +130,7 @@ func TestReplayLongLine(t *testing.T) {
 		line("192.0.2.1", "21/Nov/2026:12:00:00 +0000", "GET /a HTTP/1.1", 200, browser),
 		line("192.0.2.1", "21/Nov/2026:12:00:01 +0000", "GET /"+strings.Repeat("x", 3000)+" HTTP/1.1", 200, browser),
 		line("192.0.2.1", "21/Nov/2026:12:00:02 +0000", "GET /b HTTP/1.1", 200, browser))
-	out := replayCmd(t, "--db", filepath.Join(dir, "db"), "--max-line", "1000", log)
+	out := replayLogs(t, "--db", filepath.Join(dir, "db"), "--max-line", "1000", log)
 	if !strings.HasPrefix(out, "replay: 1 files, 3 lines read, 2 parsed, 1 rejected") || !strings.Contains(out, "line too long: 1") {
 		t.Errorf("replay = %q, want 3 read, 2 parsed, 1 rejected as too long", out)
 	}

@@ -21,9 +21,9 @@ import (
 //	go run ./cmd/loggen -seed 2 -lines 1000 -start 2015-05-17T00:00:00Z -step 270s -hosts 80 -paths 40 -bad-every 0
 var archive = filepath.Join("..", "..", "testdata", "archive-2015.log")
 
-// reportCmd runs `logtally report args...` and returns what it printed, or
+// reportOf runs `logtally report args...` and returns what it printed, or
 // its error.
-func reportCmd(t *testing.T, args ...string) (string, error) {
+func reportOf(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	m := NewMain()
 	var out bytes.Buffer
@@ -82,7 +82,7 @@ func lineDiff(want, got string) string {
 // a line.
 func TestReportGolden(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
-	replayCmd(t, "--db", db, "--tz", "UTC", archive)
+	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	for _, f := range []struct{ golden, flag string }{
 		{"report.table.golden", ""}, {"report.json.golden", "--json"}, {"report.csv.golden", "--csv"},
 	} {
@@ -90,7 +90,7 @@ func TestReportGolden(t *testing.T) {
 		if f.flag != "" {
 			args = append(args, f.flag)
 		}
-		got, err := reportCmd(t, args...)
+		got, err := reportOf(t, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,8 +102,8 @@ func TestReportGolden(t *testing.T) {
 // are shown as not kept, and counted in nothing.
 func TestReportOfDaysNotKept(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
-	replayCmd(t, "--db", db, "--tz", "UTC", "--keep-days", "2d", archive)
-	got, err := reportCmd(t, "--db", db, "--tz", "UTC", "--from", "2015-05-16", "--to", "2015-05-20", "--pages", "3")
+	replayLogs(t, "--db", db, "--tz", "UTC", "--keep-days", "2d", archive)
+	got, err := reportOf(t, "--db", db, "--tz", "UTC", "--from", "2015-05-16", "--to", "2015-05-20", "--pages", "3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +115,13 @@ func TestReportOfDaysNotKept(t *testing.T) {
 // where else to look.
 func TestReportWhileRunning(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
-	replayCmd(t, "--db", db, "--tz", "UTC", archive)
+	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	daemon, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil) // as run holds it
 	if err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	_, err = reportCmd(t, "--db", db)
+	_, err = reportOf(t, "--db", db)
 	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "/api/v1/pages?from=DAY&to=DAY") {
 		t.Errorf("report while the file is held: %v, want ErrLocked and where else to look", err)
 	}
@@ -129,7 +129,7 @@ func TestReportWhileRunning(t *testing.T) {
 		t.Errorf("gave up after %s, want %s", waited, reportLockWait)
 	}
 	daemon.Close()
-	if _, err := reportCmd(t, "--db", db); err != nil {
+	if _, err := reportOf(t, "--db", db); err != nil {
 		t.Errorf("report once the file is free: %v", err)
 	}
 }
@@ -141,10 +141,10 @@ func TestReportOfEmptyDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := reportCmd(t, "--db", db); !errors.Is(err, report.ErrEmpty) {
+	if _, err := reportOf(t, "--db", db); !errors.Is(err, report.ErrEmpty) {
 		t.Errorf("report of an empty database: %v, want ErrEmpty", err)
 	}
-	if _, err := reportCmd(t, "--db", db+".missing"); err == nil {
+	if _, err := reportOf(t, "--db", db+".missing"); err == nil {
 		t.Error("report of a missing file: no error")
 	} else if _, statErr := os.Stat(db + ".missing"); statErr == nil {
 		t.Error("report created the file it was asked to read")

@@ -39,7 +39,7 @@ const testSalt = 0x5eed
 // scriptSetup is how the scripts' logtally differs from the real one: its
 // visitor-hash salt, and its clock when testNowEnv is set.
 func scriptSetup(m *Main) {
-	m.Store.Salt = testSalt
+	m.Salt = testSalt
 	if v := os.Getenv(testNowEnv); v != "" {
 		now, err := time.Parse(time.RFC3339, v)
 		if err != nil {
@@ -265,8 +265,8 @@ func unlogged(s string) string {
 // variables that set logtally's flags.
 func scriptEnv(ts *testscript.TestScript) []string {
 	keys := []string{"PATH", "HOME", "TMPDIR", testNowEnv}
-	for _, cmd := range []string{"run", "replay", "report"} {
-		NewMain().flagSet(cmd).VisitAll(func(f *flag.Flag) { keys = append(keys, envName(f.Name)) })
+	for _, cmd := range commands {
+		cmd.flags().VisitAll(func(f *flag.Flag) { keys = append(keys, envName(f.Name)) })
 	}
 	var env []string
 	for _, k := range keys {

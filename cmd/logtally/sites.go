@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 
@@ -11,15 +12,15 @@ import (
 	"github.com/logtally/logtally/storage"
 )
 
-// sitePatterns sets what is followed or replayed, m.patterns: the FILEs,
-// then each --site's path (for replay, a glob's matches), and which site
-// each of them counts under.
-func (m *Main) sitePatterns() error {
-	m.patterns = slices.Clone(m.Files)
-	patternSites := make([]string, len(m.Files))
-	for _, f := range m.Ingest.siteFiles() {
+// sitePatterns sets what is followed or replayed, c.patterns: the FILEs,
+// then each --site's path (for replay, a glob's matches, which must
+// exist), and which site each of them counts under.
+func (c *countConfig) sitePatterns(replay bool) error {
+	c.patterns = slices.Clone(c.Files)
+	patternSites := make([]string, len(c.Files))
+	for _, f := range c.Pipeline.siteFiles() {
 		paths := []string{f.Path}
-		if m.Command == "replay" {
+		if replay {
 			matches, err := filepath.Glob(f.Path)
 			if err != nil || len(matches) == 0 {
 				return fmt.Errorf("--site %s=%s: no such file", f.Site, f.Path)
@@ -27,41 +28,37 @@ func (m *Main) sitePatterns() error {
 			paths = matches
 		}
 		for _, p := range paths {
-			m.patterns = append(m.patterns, p)
+			c.patterns = append(c.patterns, p)
 			patternSites = append(patternSites, f.Site)
 		}
 	}
-	m.Ingest.setSites(patternSites, m.Parser.SiteField != "")
+	c.Pipeline.setSites(patternSites, c.Parser.SiteField != "")
 	return nil
 }
-
-// multiSite reports whether lines are counted per site: with --site or
-// --site-field.
-func (m *Main) multiSite() bool { return m.Ingest.multiSite() }
 
 // allSitesView makes sure the store has the all-sites view before sites
 // are counted: a file that counted one site so far gets it as a copy of
 // that site, whose lines were all there were.
-func (m *Main) allSitesView() error {
-	copied, err := m.store.CopySite(logtally.DefaultSite, logtally.AllSites)
+func allSitesView(store *storage.Store, log *slog.Logger, path string) error {
+	copied, err := store.CopySite(logtally.DefaultSite, logtally.AllSites)
 	if err != nil {
 		return fmt.Errorf("all-sites view: %w", err)
 	}
 	if copied {
-		m.Logger.Info("counting sites apart from now on: the history so far stays under site default, and is the start of the all-sites view",
-			"db", m.Store.Path)
+		log.Info("counting sites apart from now on: the history so far stays under site default, and is the start of the all-sites view",
+			"db", path)
 	}
 	return nil
 }
 
 // storedSites returns the sites the store holds lines of.
-func (m *Main) storedSites() ([]string, error) {
+func storedSites(store *storage.Store) ([]string, error) {
 	var sites []string
-	for _, name := range m.store.Sites() {
+	for _, name := range store.Sites() {
 		if logtally.IsCounterSite(name) {
 			continue // a named counter's: its window is restored as the pipeline's counters are
 		}
-		st, _ := m.store.Site(name)
+		st, _ := store.Site(name)
 		if _, ok, err := st.Last(); err != nil {
 			return nil, err
 		} else if ok {

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/counter"
+	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tailer"
+	"github.com/logtally/logtally/window"
+)
+
+// countConfig is what run and replay share: which logs, how their lines
+// are read, parsed, classified and counted, and the database they are
+// counted into.
+type countConfig struct {
+	Store    storage.Config
+	Parser   parser.Config
+	Rules    classify.Config
+	Tailer   tailer.Config
+	Pipeline pipelineConfig
+	Counters counter.Config
+	Log      LogConfig
+	// Window is run's live window; replay, which keeps none, takes only
+	// its MaxSkew.
+	Window window.Config
+	Files  []string // the FILE arguments
+	// patterns are what is followed or replayed: Files, then the paths of
+	// --site (globs expanded, for replay); see sitePatterns.
+	patterns []string
+	// wrapStore, if set by a test, stands between the pipeline and the
+	// store.
+	wrapStore func(committer) committer
+}
+
+// defaultCountConfig returns the defaults of what the flags do not set.
+func defaultCountConfig() countConfig {
+	return countConfig{Window: window.DefaultConfig(), Rules: classify.DefaultConfig(), Pipeline: defaultPipelineConfig()}
+}
+
+// registerFlags registers the flags run (live) and replay share on fs.
+func (c *countConfig) registerFlags(fs *flag.FlagSet, live bool) {
+	c.Store.RegisterFlags(fs)
+	c.Parser.RegisterFlags(fs)
+	c.Rules.RegisterFlags(fs)
+	c.Pipeline.registerFlags(fs, live)
+	c.Counters.RegisterFlags(fs)
+	c.Log.RegisterFlags(fs)
+	c.Tailer.RegisterFlags(fs, live)
+}
+
+// validate reports settings that cannot work, once the command has set
+// the pipeline's mode.
+func (c *countConfig) validate() error {
+	if _, err := c.Parser.Compile(); err != nil {
+		if c.Parser.NginxConf != "" {
+			return fmt.Errorf("--nginx-conf: %w", err)
+		}
+		return fmt.Errorf("--format: %w", err)
+	}
+	return errors.Join(c.Window.Validate(), c.Rules.Validate(), c.Pipeline.validate(), c.Tailer.Validate(),
+		c.Store.Validate(), c.Counters.Validate())
+}
+
+// counting is what run and replay open: the database, and the pipeline
+// that counts lines into it.
+type counting struct {
+	store    *storage.Store
+	pipeline *pipeline
+	matcher  *counter.Matcher // nil without counters
+}
+
+// saltFunc returns the salt visitors are hashed with, given the store.
+type saltFunc func(ctx context.Context, store *storage.Store) (uint64, error)
+
+// open opens the store, and on it the pipeline (its live windows restored)
+// that counts into it, hashing visitors with the salt that salt returns.
+// On an error, it closes what it opened.
+func (c *countConfig) open(ctx context.Context, proc *process, salt saltFunc) (*counting, error) {
+	c.Parser.Logger = proc.Logger // told once if the format falls back to gonx
+	format, err := c.Parser.Compile()
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.Store
+	if proc.Salt != 0 {
+		cfg.Salt = proc.Salt
+	}
+	store, err := storage.Open(cfg, proc.Now)
+	if err != nil {
+		return nil, storeFix(err, c.Store.Path)
+	}
+	store.LogRetention(proc.Logger)
+	cn := &counting{store: store}
+	if cn.pipeline, err = c.newPipeline(ctx, proc, cn, format, salt); err != nil {
+		store.Close()
+		// Damage may show only when the windows are restored.
+		return nil, storeFix(err, c.Store.Path)
+	}
+	return cn, nil
+}
+
+// newPipeline builds the pipeline that counts lines of format into cn's
+// store.
+func (c *countConfig) newPipeline(ctx context.Context, proc *process, cn *counting, format *parser.Format, salt saltFunc) (*pipeline, error) {
+	classifier, err := c.classifier(ctx, proc, cn.store, format, salt)
+	if err != nil {
+		return nil, err
+	}
+	deps := pipelineDeps{format: format, classifier: classifier, store: cn.store, commit: cn.store,
+		window: c.Window, counterMax: c.Counters.MaxKeys, now: proc.Now, logger: proc.Logger}
+	if c.wrapStore != nil {
+		deps.commit = c.wrapStore(cn.store)
+	}
+	if len(c.Counters.Counters) > 0 {
+		if cn.matcher, err = counter.New(c.Counters); err != nil {
+			return nil, err
+		}
+		deps.matcher = cn.matcher
+	}
+	if c.Pipeline.multiSite() {
+		if err := allSitesView(cn.store, proc.Logger, c.Store.Path); err != nil {
+			return nil, err
+		}
+		if deps.knownSites, err = storedSites(cn.store); err != nil {
+			return nil, err
+		}
+	}
+	return newPipeline(c.Pipeline, deps)
+}
+
+// classifier returns what tells page views and visitors in lines of
+// format: a format without the user agent cannot tell crawlers.
+func (c *countConfig) classifier(ctx context.Context, proc *process, store *storage.Store, format *parser.Format,
+	salt saltFunc) (*classify.Classifier, error) {
+	rules := c.Rules
+	if !format.HasUserAgent() {
+		rules.NoUserAgent = true
+		proc.Logger.Info("the log format has no user agent: crawlers cannot be told from people and count as visitors",
+			"format", format.String())
+	}
+	s, err := salt(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	return classify.New(rules, s)
+}
+
+// storeSalt is the salt of a node that counts alone: its store's own.
+func storeSalt(_ context.Context, store *storage.Store) (uint64, error) { return store.Salt(), nil }
+
+// logger returns proc's logger, building it from the flags if no test gave
+// one.
+func (c *countConfig) logger(proc *process) error {
+	if proc.Logger != nil {
+		return nil
+	}
+	var err error
+	proc.Logger, err = c.Log.Logger(proc.Stderr)
+	return err
+}
+
+// close closes the store, once.
+func (cn *counting) close() error {
+	if cn == nil || cn.store == nil {
+		return nil
+	}
+	err := cn.store.Close()
+	cn.store = nil
+	return err
+}

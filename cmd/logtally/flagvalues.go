@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Typed flag values: each says, when a value does not parse, what a value
+// must look like, and parseArgs and applyEnv print that under the flag's
+// name. The packages' own types (a span, a site mapping, a counter) carry
+// their messages already; the flag package's own (durations, numbers,
+// switches), which only say "parse error", get theirs from explainValues.
+
+// What a value of the flag package's own types must look like.
+var (
+	errWantDuration = errors.New("want a duration such as 90s, 10m or 1h30m")
+	errWantWhole    = errors.New("want a whole number")
+	errWantBool     = errors.New("want true or false")
+)
+
+// typeNamer is a flag value that names its type for the help (--window
+// duration), as the flag package does for its own.
+type typeNamer interface{ typeName() string }
+
+// explainedValue is a value of the flag package, with the error that says
+// what it must look like.
+type explainedValue struct {
+	flag.Value
+	typ  string // as the help names it: duration, int, uint
+	want error
+}
+
+func (v *explainedValue) Set(s string) error {
+	if v.Value.Set(s) != nil {
+		return v.want
+	}
+	return nil
+}
+
+func (v *explainedValue) typeName() string { return v.typ }
+
+// explainedBool is a switch of the flag package, with its error.
+type explainedBool struct{ explainedValue }
+
+func (*explainedBool) IsBoolFlag() bool { return true }
+
+// stdValues maps the types of the flag package's values to what a value of
+// each must look like, and what the help calls it. The types are taken
+// from values the flag package makes, not from their names.
+var stdValues = func() map[reflect.Type]explainedValue {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	fs.Duration("duration", 0, "")
+	fs.Int("int", 0, "")
+	fs.Int64("int64", 0, "")
+	fs.Uint("uint", 0, "")
+	fs.Uint64("uint64", 0, "")
+	fs.Bool("bool", false, "")
+	kinds := map[string]explainedValue{
+		"duration": {typ: "duration", want: errWantDuration},
+		"int":      {typ: "int", want: errWantWhole}, "int64": {typ: "int", want: errWantWhole},
+		"uint": {typ: "uint", want: errWantWhole}, "uint64": {typ: "uint", want: errWantWhole},
+		"bool": {want: errWantBool},
+	}
+	types := make(map[reflect.Type]explainedValue)
+	for name, kind := range kinds {
+		types[reflect.TypeOf(fs.Lookup(name).Value)] = kind
+	}
+	return types
+}()
+
+// explainValues gives each flag of fs that is of one of the flag package's
+// own types the error that says what its value must look like.
+func explainValues(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, ok := stdValues[reflect.TypeOf(f.Value)]
+		if !ok {
+			return
+		}
+		kind.Value = f.Value
+		if isBoolFlag(f) {
+			f.Value = &explainedBool{kind}
+		} else {
+			f.Value = &kind
+		}
+	})
+}
+
+// stringRef is the string a flag value sets: what the flag package shows
+// as its default. The zero stringRef, which the flag package makes to tell
+// a default from a zero value, is empty.
+type stringRef struct{ p *string }
+
+func (s stringRef) String() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
+
+// addressValue is a host:port to listen on, or empty for none.
+type addressValue struct{ stringRef }
+
+func (a addressValue) Set(s string) error {
+	if s != "" {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			var addrErr *net.AddrError
+			if errors.As(err, &addrErr) {
+				err = errors.New(addrErr.Err)
+			}
+			return fmt.Errorf("want host:port, such as 127.0.0.1:8080 or :8080 (%v)", err)
+		}
+	}
+	*a.p = s
+	return nil
+}
+
+func (addressValue) typeName() string { return "address" }
+
+// choiceValue is one of a few words.
+type choiceValue struct {
+	stringRef
+	choices []string
+}
+
+func (c choiceValue) Set(s string) error {
+	if !slices.Contains(c.choices, s) {
+		return fmt.Errorf("want %s", orList(c.choices))
+	}
+	*c.p = s
+	return nil
+}
+
+func (choiceValue) typeName() string { return "string" }
+
+// levelValue is a level of log/slog, by name: debug, info, warn or error
+// (with an offset, as slog reads them: info+2).
+type levelValue struct{ stringRef }
+
+func (l levelValue) Set(s string) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return errors.New("want debug, info, warn or error")
+	}
+	*l.p = s
+	return nil
+}
+
+func (levelValue) typeName() string { return "string" }
+
+// orList writes words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}

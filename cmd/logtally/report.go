@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/counter"
+	"github.com/logtally/logtally/report"
+	"github.com/logtally/logtally/storage"
+)
+
+// reportLockWait is how long report waits for the database's lock.
+const reportLockWait = 2 * time.Second
+
+// reportCmd is `logtally report`: it prints the totals, the days and the
+// top pages of a range of days, from the database opened read-only. It
+// logs nothing.
+type reportCmd struct {
+	proc     *process
+	Store    storage.Config // the file and the zone of days
+	Report   report.Config  // what to report
+	Counters counter.Config // a section for each
+}
+
+func (c *reportCmd) registerFlags(fs *flag.FlagSet) {
+	c.Store.RegisterReadFlags(fs)
+	c.Report.RegisterFlags(fs)
+	c.Counters.RegisterFlags(fs)
+}
+
+func (c *reportCmd) check(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("report takes no FILE, got %q: it reads the database (--db)", args)
+	}
+	return errors.Join(c.Report.Validate(), c.Store.Validate(), c.Counters.Validate())
+}
+
+// Run prints the report: bbolt lets no other process open the file while
+// a running logtally holds it, so it says so and where else to look.
+func (c *reportCmd) Run(context.Context) error {
+	store, err := storage.OpenReadOnly(c.Store, reportLockWait)
+	if errors.Is(err, storage.ErrLocked) {
+		return fmt.Errorf("%w; stop it to report from the file, or ask its API: /api/v1/series?step=1d and /api/v1/pages?from=DAY&to=DAY", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cfg := c.Report
+	src, err := reportSite(store, &cfg.Site)
+	if err != nil {
+		return err
+	}
+	counters, err := c.counters(store)
+	if err != nil {
+		return err
+	}
+	r, err := report.Build(src, cfg, counters...)
+	if err != nil {
+		return err
+	}
+	return r.Write(c.proc.Stdout, cfg.Format)
+}
+
+func (*reportCmd) Close() error { return nil }
+
+// reportSite returns the history of the site --site names, and when it
+// names none, sets it to the all-sites view if the database holds one,
+// else to the one site.
+func reportSite(store *storage.Store, site *string) (*storage.Site, error) {
+	if *site == "" {
+		*site = logtally.DefaultSite
+		if _, ok := store.Site(logtally.AllSites); ok {
+			*site = logtally.AllSites
+		}
+	}
+	src, ok := store.Site(*site)
+	if !ok {
+		return nil, fmt.Errorf("--site %s: the database holds no such site; it holds %s", *site, strings.Join(store.Sites(), ", "))
+	}
+	return src, nil
+}
+
+// counters returns the history of each declared counter the database
+// holds: a counter's history is a site of its own, none before its first
+// lines.
+func (c *reportCmd) counters(store *storage.Store) ([]report.CounterSource, error) {
+	if len(c.Counters.Counters) == 0 {
+		return nil, nil
+	}
+	matcher, err := counter.New(c.Counters)
+	if err != nil {
+		return nil, err
+	}
+	var counters []report.CounterSource
+	for _, ct := range matcher.Counters() {
+		if st, ok := store.Site(logtally.CounterSite(ct.Name)); ok {
+			counters = append(counters, report.CounterSource{Name: ct.Name, Source: st})
+		}
+	}
+	return counters, nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/fleet"
+	"github.com/logtally/logtally/status"
+	"github.com/logtally/logtally/tailer"
+)
+
+// runCmd is `logtally run`: it follows logs, counts their lines as they are
+// written, and serves the API, until Close.
+type runCmd struct {
+	proc *process
+	countConfig
+	serve serveConfig
+	Fleet fleet.Config
+
+	// What Run starts and Close stops.
+	*counting                    // nil until Run opens it
+	node      *fleet.Node        // nil without --fleet
+	tail      *tailer.Tailer     // nil without FILE or --site
+	http      servers            // the API, and the profiles if asked
+	cancel    context.CancelFunc // ends what Run started
+	readers   sync.WaitGroup     // the tailer, the pruner, the file watcher
+	done      chan error         // the pipeline's result
+	started   time.Time
+}
+
+func newRunCmd(p *process) *runCmd {
+	return &runCmd{proc: p, countConfig: defaultCountConfig(), serve: serveConfig{API: api.DefaultConfig()}}
+}
+
+func (r *runCmd) registerFlags(fs *flag.FlagSet) {
+	r.countConfig.registerFlags(fs, true)
+	r.Window.RegisterFlags(fs)
+	r.serve.registerFlags(fs)
+	r.Fleet.RegisterFlags(fs)
+}
+
+// check takes the files to follow, and checks them and the flags.
+func (r *runCmd) check(files []string) error {
+	r.Files = files
+	if err := r.sitePatterns(false); err != nil {
+		return err
+	}
+	if err := tailer.CheckFollowed(r.patterns); err != nil {
+		return err
+	}
+	r.Pipeline.live(r.Tailer.MaxLine)
+	fleetErr := r.fleetSettings() // gives the store its outbox first
+	return errors.Join(r.countConfig.validate(), r.serve.API.Validate(), fleetErr)
+}
+
+// Run opens the database, starts following the files and serves the API.
+// It returns once they are under way; Close stops them.
+func (r *runCmd) Run(ctx context.Context) (err error) {
+	r.started = r.proc.Now()
+	if err := r.logger(r.proc); err != nil {
+		return err
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	if r.counting, err = r.open(ctx, r.proc, r.salt); err != nil {
+		return err
+	}
+	deps := r.start(ctx)
+	report := status.New(status.Config{Version: buildVersion(), Started: r.started, DB: r.Store.Path,
+		RequireFiles: r.serve.RequireFiles}, deps)
+	if err := r.http.serveAPI(r.serve, r.apiDeps(report), r.proc.Logger, len(r.patterns), r.Store.Path); err != nil {
+		return err
+	}
+	if r.serve.DebugListen != "" {
+		return r.http.serveDebug(r.serve.DebugListen, r.proc.Logger)
+	}
+	return nil
+}
+
+// start starts the pipeline, the tailer, the fleet's shipping and the
+// store's upkeep, and returns what the status reads of them.
+func (r *runCmd) start(ctx context.Context) status.Deps {
+	// Chunks are up to 256 KiB: 8 of them let reading run ahead of the
+	// pipeline without holding much of a backlog in memory.
+	chunks := make(chan tailer.Chunk, 8)
+	deps := r.pipeline.statusDeps(status.Deps{Now: r.proc.Now, StoreFile: r.store.FileErr})
+	if len(r.patterns) > 0 {
+		r.tail = tailer.New(r.Tailer, r.patterns, r.store.Position, chunks, tailer.Deps{Logger: r.proc.Logger, Streams: r.store})
+		deps.Files, deps.Following = r.tail.Files, r.follow(ctx)
+	}
+	r.done = make(chan error, 1)
+	go func() { r.done <- r.pipeline.Run(ctx, chunks) }()
+	if r.node != nil {
+		r.node.Start(ctx)
+		deps.Fleet = r.node.Stats
+	}
+	r.goRead(func() { r.store.RunPruner(ctx, time.Minute, r.proc.Logger) })
+	r.goRead(func() { r.store.WatchFile(ctx, 2*time.Second, r.proc.Logger) }) // logs once if the file is deleted
+	return deps
+}
+
+// goRead runs f on a goroutine that Close waits for.
+func (r *runCmd) goRead(f func()) {
+	r.readers.Add(1)
+	go func() {
+		defer r.readers.Done()
+		f()
+	}()
+}
+
+// follow runs the tailer until ctx is done, and returns what tells why it
+// stopped early, if it did.
+func (r *runCmd) follow(ctx context.Context) (stopped func() error) {
+	var failed atomic.Pointer[error]
+	r.goRead(func() {
+		if err := r.tail.Run(ctx); err != nil {
+			r.proc.Logger.Error("following stopped", "err", err)
+			failed.Store(&err)
+		}
+	})
+	return func() error {
+		if err := failed.Load(); err != nil {
+			return *err
+		}
+		return nil
+	}
+}
+
+// apiDeps is what the API answers from: the live windows, the store's
+// history, the status, and the fleet's and the sites' when counted.
+func (r *runCmd) apiDeps(report *status.Report) api.Deps {
+	deps := api.Deps{Snapshot: r.pipeline.Snapshot, History: r.store, Ready: report.Ready,
+		Status: report.Status, Metrics: report.Registry(), Now: r.proc.Now, Zone: r.store.Location(), Logger: r.proc.Logger,
+		Fleet: r.apiFleet()}
+	sites := apiSites{r.pipeline, r.store, r.matcher}
+	if r.Pipeline.multiSite() {
+		deps.Sites = sites
+		deps.History = sites.SiteHistory(logtally.AllSites)
+	}
+	if r.matcher != nil {
+		deps.Counters = sites
+	}
+	return deps
+}
+
+// Rescan matches the followed paths and globs again, as SIGHUP asks.
+func (r *runCmd) Rescan() {
+	if r.tail != nil {
+		r.proc.Logger.Info("re-scanning followed paths")
+		r.tail.Rescan()
+	}
+}
+
+// Addr returns the address the API listens on, once Run has returned.
+func (r *runCmd) Addr() string { return r.http.apiLn.Addr().String() }
+
+// DebugAddr returns the address the profiles are served on, once Run has
+// returned; empty when they are not served.
+func (r *runCmd) DebugAddr() string {
+	if r.http.debugLn == nil {
+		return ""
+	}
+	return r.http.debugLn.Addr().String()
+}
+
+// Close stops reading, commits what was read, shuts the API down and closes
+// the database.
+func (r *runCmd) Close() error {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.readers.Wait()
+	var errs []error
+	if r.done != nil {
+		errs = append(errs, <-r.done)
+		r.done = nil
+	}
+	errs = append(errs, r.http.close())
+	if r.node != nil {
+		r.node.Close() // what it has not shipped waits in the store's outbox
+		r.node = nil
+	}
+	errs = append(errs, r.counting.close())
+	return errors.Join(errs...)
+}
