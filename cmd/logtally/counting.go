@@ -153,9 +153,9 @@ func (c *countConfig) classifier(ctx context.Context, proc *process, store *stor
 // storeSalt is the salt of a node that counts alone: its store's own.
 func storeSalt(_ context.Context, store *storage.Store) (uint64, error) { return store.Salt(), nil }
 
-// logger returns proc's logger, building it from the flags if no test gave
-// one.
-func (c *countConfig) logger(proc *process) error {
+// ensureLogger gives proc the logger --log-format and --log-level ask for,
+// writing to its Stderr, unless a test gave it one.
+func (c *countConfig) ensureLogger(proc *process) error {
 	if proc.Logger != nil {
 		return nil
 	}

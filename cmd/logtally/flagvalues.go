@@ -91,9 +91,8 @@ func explainValues(fs *flag.FlagSet) {
 	})
 }
 
-// stringRef is the string a flag value sets: what the flag package shows
-// as its default. The zero stringRef, which the flag package makes to tell
-// a default from a zero value, is empty.
+// stringRef is the string a flag value sets, which String shows (the flag
+// package takes it, at registration, as the default); a zero one is empty.
 type stringRef struct{ p *string }
 
 func (s stringRef) String() string {

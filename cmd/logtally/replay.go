@@ -47,7 +47,7 @@ func (r *replayCmd) check(files []string) error {
 // Run reads the files to their end, commits, prunes what moved past its
 // retention, and prints the summary.
 func (r *replayCmd) Run(ctx context.Context) (err error) {
-	if err := r.logger(r.proc); err != nil {
+	if err := r.ensureLogger(r.proc); err != nil {
 		return err
 	}
 	if err := tailer.CheckReplayed(r.patterns); err != nil {

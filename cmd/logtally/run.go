@@ -63,7 +63,7 @@ func (r *runCmd) check(files []string) error {
 // It returns once they are under way; Close stops them.
 func (r *runCmd) Run(ctx context.Context) (err error) {
 	r.started = r.proc.Now()
-	if err := r.logger(r.proc); err != nil {
+	if err := r.ensureLogger(r.proc); err != nil {
 		return err
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
