@@ -31,6 +31,30 @@ var classes = [5]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
 // human units, a day not held as "not kept".
 func (r *Report) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "%s to %s (%s), site %s\n\n", day(r.From), day(r.To), r.Zone, r.Site)
+	if err := r.writeDays(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ntop pages (page views, %s)\n", exactness(r.PagesExact, r.PagesKeptFrom))
+	if err := writeCounts(w, r.Pages); err != nil {
+		return err
+	}
+	for _, c := range r.Counters {
+		fmt.Fprintf(w, "\ncounter %s: %s lines, %s visitors; top keys (%s)\n", c.Name, num(c.Lines), num(c.Visitors),
+			exactness(c.Exact, time.Time{}))
+		if err := writeCounts(w, c.Keys); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, "\nVisitors are estimated (HyperLogLog, standard error 0.8%); one who came on several days counts once in the total.")
+	if !r.KeptFrom.IsZero() {
+		fmt.Fprintf(w, "Daily counts before %s are not kept (--keep-days): those days count in no row above, nor in the total\n"+
+			"(the top pages are kept by day as long as hours, --keep-hours).\n", day(r.KeptFrom))
+	}
+	return nil
+}
+
+// writeDays writes the table of the days and their total.
+func (r *Report) writeDays(w io.Writer) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// Cells are aligned right, as numbers read best; the first column is
@@ -48,41 +72,30 @@ func (r *Report) writeTable(w io.Writer) error {
 		// a day not kept.
 		fmt.Fprintln(w, strings.TrimRight(strings.TrimPrefix(line, "  "), " "))
 	}
-	exact := "exact"
-	if !r.PagesExact {
-		exact = "not exact"
+	return nil
+}
+
+// exactness says whether counts are exact, and from when they are kept
+// when not from the first day.
+func exactness(exact bool, keptFrom time.Time) string {
+	s := "exact"
+	if !exact {
+		s = "not exact"
 	}
-	if !r.PagesKeptFrom.IsZero() {
-		exact += ", kept from " + day(r.PagesKeptFrom) + " on (--keep-hours)"
+	if !keptFrom.IsZero() {
+		s += ", kept from " + day(keptFrom) + " on (--keep-hours)"
 	}
-	fmt.Fprintf(w, "\ntop pages (page views, %s)\n", exact)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, p := range r.Pages {
+	return s
+}
+
+// writeCounts writes paths, or a counter's keys, and their counts in two
+// aligned columns.
+func writeCounts(w io.Writer, counts []logtally.PageCount) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, p := range counts {
 		fmt.Fprintf(tw, "%s\t%d\n", p.Path, p.PageViews)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, c := range r.Counters {
-		exact := "exact"
-		if !c.Exact {
-			exact = "not exact"
-		}
-		fmt.Fprintf(w, "\ncounter %s: %s lines, %s visitors; top keys (%s)\n", c.Name, num(c.Lines), num(c.Visitors), exact)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, k := range c.Keys {
-			fmt.Fprintf(tw, "%s\t%d\n", k.Path, k.PageViews)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintln(w, "\nVisitors are estimated (HyperLogLog, standard error 0.8%); one who came on several days counts once in the total.")
-	if !r.KeptFrom.IsZero() {
-		fmt.Fprintf(w, "Daily counts before %s are not kept (--keep-days): those days count in no row above, nor in the total\n"+
-			"(the top pages are kept by day as long as hours, --keep-hours).\n", day(r.KeptFrom))
-	}
-	return nil
+	return tw.Flush()
 }
 
 // tableRow is a row's cells, each ending in a tab.

@@ -156,49 +156,77 @@ func Build(src Source, cfg Config, counters ...CounterSource) (*Report, error) {
 		return nil, err
 	}
 	end := to.AddDate(0, 0, 1).Add(-time.Second)
-	series, err := src.Series(from, end, 24*time.Hour)
-	if err != nil {
-		return nil, err
-	}
-	total, err := src.Totals(from, end)
-	if err != nil {
+	r := &Report{From: from, To: to, Zone: zoneName(loc, to), Site: cfg.Site}
+	// Without --from, the days before the first day held are left out.
+	if err := r.readDays(src, from, end, cfg.From == ""); err != nil {
 		return nil, err
 	}
 	pages, err := src.Pages(from, end, cfg.Pages)
 	if err != nil {
 		return nil, err
 	}
-	zone := loc.String()
-	if loc == time.Local {
-		zone, _ = to.Zone() // the machine's: name it as it is
+	r.Pages, r.PagesExact, r.PagesKeptFrom = pages.Pages, pages.Exact, pages.KeptFrom
+	for _, c := range counters {
+		if err := r.readCounter(c, from, end, cfg.Pages); err != nil {
+			return nil, fmt.Errorf("counter %s: %w", c.Name, err)
+		}
 	}
-	r := &Report{From: from, To: to, Zone: zone, Site: cfg.Site, KeptFrom: series.KeptFrom,
-		Pages: pages.Pages, PagesExact: pages.Exact, PagesKeptFrom: pages.KeptFrom,
-		Total: Row{Held: true, Requests: total.Requests, PageViews: total.PageViews, Visitors: total.Visitors,
-			Status: total.Status, Bytes: total.Bytes}}
+	return r, nil
+}
+
+// zoneName names the zone of a report's days: the machine's zone by the
+// name it has on the day to.
+func zoneName(loc *time.Location, to time.Time) string {
+	if loc == time.Local {
+		zone, _ := to.Zone()
+		return zone
+	}
+	return loc.String()
+}
+
+// readDays reads the rows of the days from the day of from to the day of
+// end, and their total; with trim, the days before the first that holds a
+// line are left out, and the report starts at that day.
+func (r *Report) readDays(src Source, from, end time.Time, trim bool) error {
+	series, err := src.Series(from, end, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	total, err := src.Totals(from, end)
+	if err != nil {
+		return err
+	}
+	r.KeptFrom = series.KeptFrom
+	r.Total = Row{Held: true, Requests: total.Requests, PageViews: total.PageViews, Visitors: total.Visitors,
+		Status: total.Status, Bytes: total.Bytes}
 	points := series.Points
-	for cfg.From == "" && len(points) > 1 && points[0].Requests == 0 && series.KeptFrom.IsZero() {
+	for trim && len(points) > 1 && points[0].Requests == 0 && series.KeptFrom.IsZero() {
 		points = points[1:] // before the first day held
 	}
-	for _, c := range counters {
-		total, err := c.Totals(from, end)
-		if err != nil {
-			return nil, fmt.Errorf("counter %s: %w", c.Name, err)
-		}
-		keys, err := c.Pages(from, end, cfg.Pages)
-		if err != nil {
-			return nil, fmt.Errorf("counter %s: %w", c.Name, err)
-		}
-		r.Counters = append(r.Counters, Counter{Name: c.Name, Lines: total.Requests, Visitors: total.Visitors,
-			Keys: keys.Pages, Exact: keys.Exact})
-	}
+	loc := src.Location()
 	r.From = points[0].Time.In(loc)
 	for _, p := range points {
 		held := series.KeptFrom.IsZero() || !p.Time.Before(series.KeptFrom)
 		r.Days = append(r.Days, Day{Date: p.Time.In(loc), Row: Row{Held: held, Requests: p.Requests,
 			PageViews: p.PageViews, Visitors: p.Visitors, Status: p.Status, Bytes: p.Bytes}})
 	}
-	return r, nil
+	return nil
+}
+
+// readCounter adds a named counter's section over the days from the day
+// of from to the day of end, with its top keys (at most limit).
+func (r *Report) readCounter(c CounterSource, from, end time.Time, limit int) error {
+	total, err := c.Totals(from, end)
+	if err != nil {
+		return err
+	}
+	keys, err := c.Pages(from, end, limit)
+	if err != nil {
+		return err
+	}
+	r.Counters = append(r.Counters, Counter{Name: c.Name, Lines: total.Requests, Visitors: total.Visitors,
+		Keys: keys.Pages, Exact: keys.Exact})
+	return nil
 }
 
 // days returns the first and the last day of the report, at their start.
