@@ -1,0 +1,210 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/logtally/logtally"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Compaction runs when the log passes about the size of the shards (from
+// compactMinBytes to compactSoftBytes) or compactSoftPaths
+// (Commit wakes RunPruner), on every Prune, before a day is folded, and in
+// the commit's own transaction when the log passes a hard bound because no
+// compaction kept up, or when late lines may reach the all-time cap.
+const (
+	compactMinBytes  = 1 << 20
+	compactSoftBytes = 8 << 20
+	compactHardBytes = 16 << 20
+	// The log holds at most compactHardPaths (day, path) counts and as many
+	// paths in its dictionary (about 100 bytes each), plus one commit's: a
+	// commit that would pass either compacts.
+	compactSoftPaths = 1 << 17
+	compactHardPaths = 1 << 18
+	// maxPendingDays is how many days the log may hold: each costs an
+	// array of 8 bytes per path in the dictionary.
+	maxPendingDays = 4
+)
+
+// wantsCompaction reports whether the log has grown past its soft bounds.
+// The bound in bytes follows the size of the shards a compaction rewrites,
+// between compactMinBytes and compactSoftBytes: each compaction then
+// rewrites about as many bytes as the log it merges (its cost per logged
+// byte stays the same), and the log, which takes room in the file until it
+// is merged, stays about as large as the shards, not a fixed 8 MiB that a
+// small site's day would never amortise. The caller is the writer.
+func (l *pathLog) wantsCompaction() bool {
+	return l.bytes >= l.compactAt || l.paths >= compactSoftPaths
+}
+
+// askCompaction wakes RunPruner for a compaction, unless it is asked
+// already.
+func (l *pathLog) askCompaction() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// compactTx merges the path log into the shards and deletes it: each day's
+// page views into its shards if the day is within the hour retention, and
+// into the all-time totals if the day is folded into them already. The sum
+// merged is the log's counts, plus extra: the change of the commit running
+// it, which the counts do not hold yet.
+func (s *Site) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
+	l := s.log
+	ch := &logChange{compacted: true}
+	lb := s.bucket(tx, bucketPathLog)
+	counters := s.bucket(tx, bucketCounters)
+	folded := uint32Key(counters.Get(keyFolded))
+	floor := s.floors(tx).dayPaths
+	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
+
+	var days []uint32
+	for d := range l.days {
+		days = append(days, d)
+	}
+	if extra != nil {
+		for _, d := range extra.days {
+			days = append(days, d.day)
+		}
+	}
+	slices.Sort(days)
+	days = slices.Compact(days)
+	l.dict.sortOrder()
+	shards := make([][]logtally.PageCount, pathShards)
+	for _, day := range days {
+		if day < floor && day > folded {
+			continue // expired and not folded: nowhere to go
+		}
+		for i := range shards {
+			shards[i] = shards[i][:0]
+		}
+		if pd := l.days[day]; pd != nil {
+			for _, i := range l.dict.order { // sorted already
+				if n := pd.get(i); n != 0 {
+					sh := l.dict.shard[i]
+					shards[sh] = append(shards[sh], logtally.PageCount{Path: l.dict.names[i], PageViews: n})
+				}
+			}
+		}
+		if extra != nil {
+			var touched [pathShards]bool
+			for _, d := range extra.days {
+				if d.day == day {
+					for _, pc := range d.paths {
+						sh := shardOf(pc.Path)
+						shards[sh] = append(shards[sh], pc)
+						touched[sh] = true
+					}
+				}
+			}
+			for i, sh := range shards {
+				if touched[i] {
+					shards[i] = sumSorted(sh)
+				}
+			}
+		}
+		if day >= floor {
+			prefix := dayBytes(day)
+			over, err := mergeShards(dpb, counters, prefix, shards, s.cfg.MaxDayPaths)
+			if err != nil {
+				return nil, err
+			}
+			if over > 0 {
+				ch.overflow = append(ch.overflow, day)
+			}
+			c := dpb.Cursor()
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				ch.shardBytes += int64(len(v))
+			}
+		}
+		if day <= folded {
+			if _, err := mergeShards(pb, counters, allTimePrefix, shards, s.cfg.MaxPaths); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var keys [][]byte
+	c := lb.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := lb.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	return ch, nil
+}
+
+// sumSorted sorts a shard's delta by path and adds up repeated paths.
+func sumSorted(delta []logtally.PageCount) []logtally.PageCount {
+	if len(delta) < 2 {
+		return delta
+	}
+	slices.SortFunc(delta, byPath)
+	out := delta[:1]
+	for _, e := range delta[1:] {
+		if last := &out[len(out)-1]; last.Path == e.Path {
+			last.PageViews += e.PageViews
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// compact merges every site's path log into its per-path shards, each in
+// a transaction of its own. Prune runs it; RunPruner compacts the logs
+// that a commit found grown (compactWanted).
+func (s *Store) compact(ctx context.Context) error {
+	for _, si := range s.siteList() {
+		if err := si.compact(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compactWanted compacts the path logs that have grown past their soft
+// bounds.
+func (s *Store) compactWanted(ctx context.Context) error {
+	for _, si := range s.siteList() {
+		s.writeMu.Lock()
+		want := si.log.wantsCompaction()
+		s.writeMu.Unlock()
+		if !want {
+			continue
+		}
+		if err := si.compact(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compact merges the site's path log into its per-path shards in a
+// transaction of its own. There is nothing to do once the log is empty, so
+// it is idempotent.
+func (s *Site) compact(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.st.writeMu.Lock()
+	defer s.st.writeMu.Unlock()
+	if len(s.log.days) == 0 {
+		return nil
+	}
+	err := s.st.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
+		ch, err := s.compactTx(tx, nil)
+		return []siteChange{{s.log, ch}}, err
+	})
+	if err != nil {
+		return fmt.Errorf("site %s: compact: %w", s.name, err)
+	}
+	return nil
+}
