@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
-// The documentation is README.md and docs/*.md. Their examples of what a
+// The documentation is README.md, ARCHITECTURE.md, deploy/*.md and
+// docs/*.md. Their examples of what a
 // command prints are tests: each is the transcript a script of
 // testdata/script runs against the real program (TestScripts), so an
 // example cannot drift from what logtally prints.
@@ -26,15 +28,19 @@ type doc struct {
 	lines []string
 }
 
-// docs returns README.md and every docs/*.md, in that order.
+// docs returns README.md, ARCHITECTURE.md, deploy/*.md and docs/*.md, in
+// that order.
 func docs(t *testing.T) []doc {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
+	names := []string{filepath.Join(root, "README.md"), filepath.Join(root, "ARCHITECTURE.md")}
+	for _, dir := range []string{"deploy", "docs"} {
+		more, err := filepath.Glob(filepath.Join(root, dir, "*.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(more)
+		names = append(names, more...)
 	}
-	slices.Sort(names)
-	names = append([]string{filepath.Join(root, "README.md")}, names...)
 	var out []doc
 	for _, path := range names {
 		data, err := os.ReadFile(path)
@@ -94,7 +100,7 @@ func (d doc) blocks() []docBlock {
 
 var example = regexp.MustCompile(`(?m)^\$ `)
 
-// TestDocsExamples: every example in README.md and docs/*.md that shows
+// TestDocsExamples: every example of the documentation that shows
 // what a command prints (a block with "$ " lines) is marked with the
 // script that runs it, and is, byte for byte, the transcript that script
 // checks against the real program (TestScripts). An example whose output
@@ -170,4 +176,97 @@ func TestREADMEIsShort(t *testing.T) {
 	if n := len(docs(t)[0].lines) - 1; n > 250 {
 		t.Errorf("README.md has %d lines, more than 250: move the detail to docs/", n)
 	}
+}
+
+// link is a Markdown link's target: [text](target).
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocsLinks: every link of the documentation to a file of the
+// repository names one that exists, and a link to a section (#anchor) names
+// a heading of its document, as GitHub makes anchors of headings.
+func TestDocsLinks(t *testing.T) {
+	all := docs(t)
+	anchors := map[string]map[string]bool{}
+	for _, d := range all {
+		anchors[d.name] = headingAnchors(d.lines)
+	}
+	for _, d := range all {
+		inFence := false
+		for i, line := range d.lines {
+			if strings.HasPrefix(strings.TrimLeft(line, " "), "```") {
+				inFence = !inFence
+			}
+			if inFence {
+				continue
+			}
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				if msg := checkLink(d.name, target, anchors); msg != "" {
+					t.Errorf("%s:%d: link %s: %s", d.name, i+1, target, msg)
+				}
+			}
+		}
+	}
+}
+
+// checkLink says what is wrong with a link from the document from to
+// target, or "" if nothing is.
+func checkLink(from, target string, anchors map[string]map[string]bool) string {
+	path, anchor, _ := strings.Cut(target, "#")
+	name := from
+	if path != "" {
+		name = filepath.ToSlash(filepath.Join(filepath.Dir(from), path))
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+			return "no such file"
+		}
+	}
+	if anchor == "" {
+		return ""
+	}
+	heads, ok := anchors[name]
+	if !ok {
+		return "" // an anchor into a file that is not a document of ours
+	}
+	if !heads[anchor] {
+		return "no heading makes the anchor #" + anchor + " in " + name
+	}
+	return ""
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// document: lower case, punctuation dropped, spaces as hyphens, and -1, -2
+// after repeats.
+func headingAnchors(lines []string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	inFence := false
+	for _, line := range lines {
+		if strings.HasPrefix(strings.TrimLeft(line, " "), "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(text) {
+			switch {
+			case r == ' ':
+				b.WriteByte('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out[a+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
 }
