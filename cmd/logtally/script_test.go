@@ -50,9 +50,10 @@ func scriptSetup(m *Main) {
 }
 
 // TestScripts runs testdata/script/*.txtar: the command line's behaviour,
-// and every example of the README (see TestREADME). Each script has
-// testdata/sample.log, archive-2015.log, vhosts.log and shop.log in its work directory,
-// and $ADDR, a free loopback address, for a daemon to listen on.
+// and every example of the docs (see TestDocsExamples). Each script has
+// testdata/sample.log, archive-2015.log, vhosts.log, shop.log, counters.log
+// and counters.conf in its work directory, and $ADDR, a free loopback
+// address, for a daemon to listen on.
 //
 // Where PostgreSQL is installed, one throwaway server serves every script:
 // $FLEET is the URL of a database on it, and the condition [postgres]
@@ -120,7 +121,7 @@ func TestScripts(t *testing.T) {
 // Commands are split into words as a shell does (single and double quotes),
 // and may end in "| grep -E PATTERN".
 // logtally is the program under test; curl is done here, with the flags the
-// README uses (-s, -i, -N, --path-as-is, -X METHOD, -H 'Name: value'), and
+// docs use (-s, -i, -N, --path-as-is, -X METHOD, -H 'Name: value'), and
 // localhost:8080, the default address, stands for $ADDR. curl -i prints the
 // status line and the headers, without Date, whose value changes every
 // second.
@@ -214,7 +215,7 @@ func unspeed(s string) string {
 var pageNumber = regexp.MustCompile(`(Page expected to be: |self identifies as |page )\d+`)
 
 // grep filters out as `grep -E PATTERN` does (with Go's regular
-// expressions, which agree with ERE on what the README uses).
+// expressions, which agree with ERE on what the docs use).
 func grep(ts *testscript.TestScript, filter, out string) string {
 	words, err := shellWords(filter)
 	ts.Check(err)
@@ -249,7 +250,7 @@ func runLogtally(ts *testscript.TestScript, args []string) string {
 }
 
 // unlogged drops log records ("time=... level=...") from a program's
-// output: their times change with every run, and the README leaves them out.
+// output: their times change with every run, and the docs leave them out.
 func unlogged(s string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(s, "\n") {
@@ -277,7 +278,7 @@ func scriptEnv(ts *testscript.TestScript) []string {
 	return env
 }
 
-// runCurl does what curl does with the flags the README uses.
+// runCurl does what curl does with the flags the docs use.
 func runCurl(ts *testscript.TestScript, args []string) string {
 	method, include, stream := http.MethodGet, false, false
 	header := http.Header{}
@@ -368,7 +369,7 @@ func firstEvent(ts *testscript.TestScript, r io.Reader) []byte {
 }
 
 // shellWords splits a command line into words as sh does, for the quoting
-// the README uses: single quotes, double quotes and backslashes.
+// the docs use: single quotes, double quotes and backslashes.
 func shellWords(line string) ([]string, error) {
 	var words []string
 	var w strings.Builder
@@ -445,7 +446,7 @@ func waitHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("GET %s: no %q in 20 s; last answer: %s", args[0], args[1], last)
 }
 
-// TestShellWords splits as sh does for the quoting the README uses.
+// TestShellWords splits as sh does for the quoting the docs use.
 func TestShellWords(t *testing.T) {
 	got, err := shellWords(`curl -si -H 'If-None-Match: "11cdkac93akrm"' "a b"\ c localhost:8080/x`)
 	want := []string{"curl", "-si", "-H", `If-None-Match: "11cdkac93akrm"`, "a b c", "localhost:8080/x"}
