@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
@@ -65,6 +66,17 @@ func (s *Store) Prepare(bs ...*tally.Batch) (commit func() error, err error) {
 	}, nil
 }
 
+// batchCommit is a commit's batches on their way into the file, with what
+// the commit knows of them.
+type batchCommit struct {
+	bs      []*tally.Batch
+	entries [][]byte // their outbox entries (nil: none)
+	preps   []prepared
+	sites   []*Site
+	fresh   []bool          // the sites this commit creates
+	kept    []logtally.Kept // the lines each batch kept in each resolution
+}
+
 // commitPrepared is Commit once its batches' outbox entries are encoded
 // and their minutes prepared: what it does serially, in one transaction.
 // The preparing, on several cores and with nothing stored to read, holds
@@ -73,68 +85,79 @@ func (s *Store) commitPrepared(bs []*tally.Batch, entries [][]byte, preps []prep
 	now := s.now()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	sites := make([]*Site, len(bs))
-	fresh := make([]bool, len(bs)) // sites this commit creates, by batch
+	c := &batchCommit{bs: bs, entries: entries, preps: preps, sites: make([]*Site, len(bs)),
+		fresh: make([]bool, len(bs)), kept: make([]logtally.Kept, len(bs))}
 	for i, b := range bs {
 		si, ok := s.Site(b.Site())
 		if !ok {
-			si, fresh[i] = s.newSite(b.Site()), true
+			si, c.fresh[i] = s.newSite(b.Site()), true
 		}
-		sites[i] = si
+		c.sites[i] = si
 		defer si.numbers.reset()
 	}
 	defer s.scratch.reset() // after an error, counts may be left in the tallies
-	kept := make([]logtally.Kept, len(bs))
-	err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
-		changes := make([]siteChange, 0, len(bs))
-		for i, b := range bs {
-			if fresh[i] {
-				if err := createSite(tx, b.Site()); err != nil {
-					return nil, err
-				}
-			}
-			ch, k, err := sites[i].commit(tx, b, &preps[i])
-			if err != nil {
-				return nil, fmt.Errorf("site %s: %w", b.Site(), err)
-			}
-			kept[i] = k
-			changes = append(changes, siteChange{sites[i].log, ch})
-		}
-		pb := tx.Bucket(bucketPositions)
-		for _, b := range bs {
-			for file, off := range b.Positions() {
-				if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
-					return nil, err
-				}
-			}
-		}
-		for _, entry := range entries {
-			if entry != nil {
-				if err := s.outbox.put(tx, entry); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return changes, nil
-	})
-	if err != nil {
+	if err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) { return s.writeCommit(tx, c) }); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	for i, b := range bs {
-		si := sites[i]
-		if fresh[i] {
+	s.committed(c, now)
+	return nil
+}
+
+// writeCommit writes what c's batches hold in tx: each into its site, then
+// the file positions they end at and their outbox entries. It returns the
+// changes to the sites' path logs.
+func (s *Store) writeCommit(tx *bolt.Tx, c *batchCommit) ([]siteChange, error) {
+	changes := make([]siteChange, 0, len(c.bs))
+	for i, b := range c.bs {
+		if c.fresh[i] {
+			if err := createSite(tx, b.Site()); err != nil {
+				return nil, err
+			}
+		}
+		ch, k, err := c.sites[i].commit(tx, b, &c.preps[i])
+		if err != nil {
+			return nil, fmt.Errorf("site %s: %w", b.Site(), err)
+		}
+		c.kept[i] = k
+		changes = append(changes, siteChange{c.sites[i].log, ch})
+	}
+	pb := tx.Bucket(bucketPositions)
+	for _, b := range c.bs {
+		for file, off := range b.Positions() {
+			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, entry := range c.entries {
+		if entry != nil {
+			if err := s.outbox.put(tx, entry); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return changes, nil
+}
+
+// committed brings the writer's state in step with c, committed at now:
+// the sites it created, the outbox, the compactions it asks for, the
+// minutes it wrote and the lines it kept.
+func (s *Store) committed(c *batchCommit, now time.Time) {
+	for i, b := range c.bs {
+		si := c.sites[i]
+		if c.fresh[i] {
 			s.addSite(si)
 		}
-		s.outbox.added(entries[i])
+		s.outbox.added(c.entries[i])
 		if si.log.wantsCompaction() {
 			si.log.askCompaction()
 		}
 		for minute := range b.Minutes() {
 			si.touched[minute] = now
 		}
-		si.kept.Minutes, si.kept.Hours, si.kept.Days = si.kept.Minutes+kept[i].Minutes, si.kept.Hours+kept[i].Hours, si.kept.Days+kept[i].Days
+		k := c.kept[i]
+		si.kept.Minutes, si.kept.Hours, si.kept.Days = si.kept.Minutes+k.Minutes, si.kept.Hours+k.Hours, si.kept.Days+k.Days
 	}
-	return nil
 }
 
 // commit writes what a batch of the site holds but its positions and its
@@ -434,12 +457,18 @@ func (s *Site) commitSeconds(tx *bolt.Tx, b *tally.Batch) error {
 			return err
 		}
 	}
-	if b.WindowStart() <= 0 {
+	return dropSeconds(sb, b.WindowStart())
+}
+
+// dropSeconds deletes the seconds before start, which have left the live
+// window (none if start is not after 0).
+func dropSeconds(sb *bolt.Bucket, start int64) error {
+	if start <= 0 {
 		return nil
 	}
 	var stale [][]byte
 	c := sb.Cursor()
-	end := u64(uint64(b.WindowStart()))
+	end := u64(uint64(start))
 	for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.Next() {
 		stale = append(stale, bytes.Clone(k))
 	}

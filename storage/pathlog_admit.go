@@ -53,25 +53,52 @@ func (set *daySet) mark(i int32) {
 // known ones. The caller is the writer.
 func (l *pathLog) admit(counters, dayPaths *bolt.Bucket, limit int, d loggedDay, pd *pendingDay,
 	fresh int, ch *logChange) (loggedDay, error) {
-	prefix := dayBytes(d.day)
-	set := l.sets[d.day]
-	if set == nil {
-		stored := int(getUvarint(counters.Get(pathCounterKey(prefix))))
-		known := 0
-		if pd != nil {
-			known = pd.paths
-		}
-		if stored+known+fresh <= limit {
-			return d, nil
-		}
-		var err error
-		if set, err = l.loadSet(dayPaths, prefix, pd); err != nil {
-			return d, err
-		}
-		l.sets[d.day] = set
+	set, err := l.setFor(counters, dayPaths, limit, d.day, pd, fresh)
+	if err != nil || set == nil {
+		return d, err
 	}
 	set.used = l.uses
-	out := loggedDay{day: d.day, paths: d.paths[:0], slots: d.slots[:0], ids: d.ids[:0]} // filtered in place
+	out, added := l.filter(set, limit, d, pd)
+	if len(added) > 0 {
+		if ch.newHashes == nil {
+			ch.newHashes = make(map[uint32][]uint64)
+		}
+		ch.newHashes[d.day] = added
+	}
+	return out, nil
+}
+
+// setFor returns the admission set of day, loading it if the day's stored
+// distinct paths, its pending ones (pd) and fresh ones may pass limit; nil
+// if they may not, and every path is admitted.
+func (l *pathLog) setFor(counters, dayPaths *bolt.Bucket, limit int, day uint32, pd *pendingDay,
+	fresh int) (*daySet, error) {
+	if set := l.sets[day]; set != nil {
+		return set, nil
+	}
+	prefix := dayBytes(day)
+	stored := int(getUvarint(counters.Get(pathCounterKey(prefix))))
+	known := 0
+	if pd != nil {
+		known = pd.paths
+	}
+	if stored+known+fresh <= limit {
+		return nil, nil
+	}
+	set, err := l.loadSet(dayPaths, prefix, pd)
+	if err != nil {
+		return nil, err
+	}
+	l.sets[day] = set
+	return set, nil
+}
+
+// filter keeps, of d's paths, those the day admits by its set: known ones,
+// and new ones while it holds fewer than limit; the rest is added up as
+// logtally.OtherPath. It filters d in place, and returns the hashes of the
+// new paths it admitted, which the set takes once the commit is in.
+func (l *pathLog) filter(set *daySet, limit int, d loggedDay, pd *pendingDay) (loggedDay, []uint64) {
+	out := loggedDay{day: d.day, paths: d.paths[:0], slots: d.slots[:0], ids: d.ids[:0]}
 	var other int64
 	admitted := len(set.hashes)
 	var added []uint64
@@ -105,13 +132,7 @@ func (l *pathLog) admit(counters, dayPaths *bolt.Bucket, limit int, d loggedDay,
 		out.slots = append(out.slots, -1)
 		out.ids = append(out.ids, otherID)
 	}
-	if len(added) > 0 {
-		if ch.newHashes == nil {
-			ch.newHashes = make(map[uint32][]uint64)
-		}
-		ch.newHashes[d.day] = added
-	}
-	return out, nil
+	return out, added
 }
 
 // loadSet builds a day's admission set from its shards and pending paths,

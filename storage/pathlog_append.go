@@ -38,79 +38,114 @@ type dayDelta struct {
 func (s *Site) logPaths(tx *bolt.Tx, b *tally.Batch, days []dayDelta, floor uint32) (*logChange, error) {
 	l := s.log
 	counters := s.bucket(tx, bucketCounters)
-	lb := s.bucket(tx, bucketPathLog)
 	folded := uint32Key(counters.Get(keyFolded))
-	nb := &s.numbers
-	nb.start(&l.dict, b.Paths())
+	s.numbers.start(&l.dict, b.Paths())
 	l.uses++
 	ch := &logChange{}
-	newCounts, lateCounts, newDays := 0, 0, 0
+	var g logGrowth
 	for _, dd := range days {
 		dayPart, late := dd.day >= floor, dd.day <= folded
 		if !dayPart && !late {
 			continue // expired and never folded: as before, not counted
 		}
-		pd := l.days[dd.day]
-		if pd == nil {
-			newDays++
-		}
-		sc, k := &s.st.scratch, len(dd.paths)
-		d := loggedDay{day: dd.day, paths: carve(&sc.logPaths, k), slots: carve(&sc.logSlots, k), ids: carve(&sc.logIDs, k)}
-		fresh := 0
-		for i, pc := range dd.paths {
-			d.paths[i] = logtally.PageCount{Path: nb.name(pc.id), PageViews: pc.n}
-			d.slots[i], d.ids[i] = nb.lookup(pc.id), pc.id
-			if !pd.has(d.slots[i]) && d.paths[i].Path != logtally.OtherPath {
-				fresh++
-			}
-		}
-		if dayPart {
-			var err error
-			if d, err = l.admit(counters, s.bucket(tx, bucketDayPaths), s.cfg.MaxDayPaths, d, pd, fresh, ch); err != nil {
-				return nil, err
-			}
-		}
-		for i, sl := range d.slots {
-			if sl < 0 {
-				d.slots[i] = nb.number(d.ids[i])
-			}
-			if !pd.has(d.slots[i]) {
-				newCounts++
-			}
-		}
-		if late {
-			lateCounts += len(d.paths)
-		}
-		n, err := appendLog(lb, &s.st.scratch.values, d.day, d.paths)
-		if err != nil {
+		if err := s.logDay(tx, dd, dayPart, late, ch, &g); err != nil {
 			return nil, err
 		}
-		ch.bytes += n
-		ch.days = append(ch.days, d)
 	}
-	ch.fresh = nb.fresh
-	inline := l.bytes+ch.bytes > compactHardBytes || l.paths+newCounts > compactHardPaths ||
-		l.dict.len()+len(ch.fresh) > compactHardPaths || len(l.days)+newDays > maxPendingDays
-	if lateCounts > 0 && !inline {
-		// Every late path may be new to the all-time totals.
-		distinct := int(getUvarint(counters.Get(pathCounterKey(allTimePrefix))))
-		for day, pd := range l.days {
-			if day <= folded {
-				distinct += pd.paths
-			}
-		}
-		inline = distinct+lateCounts > s.cfg.MaxPaths
+	ch.fresh = s.numbers.fresh
+	if !s.compactsInline(counters, ch, g, folded) {
+		return ch, nil
 	}
-	if inline {
-		// The compaction merges this commit's paths too: none is numbered.
-		c, err := s.compactTx(tx, ch)
+	// The compaction merges this commit's paths too: none is numbered.
+	c, err := s.compactTx(tx, ch)
+	if err != nil {
+		return nil, err
+	}
+	c.newHashes = ch.newHashes
+	return c, nil
+}
+
+// logGrowth is how a commit grows the log, which decides whether it
+// compacts it in its own transaction.
+type logGrowth struct {
+	newCounts  int // (day, path) counts that the log does not hold yet
+	lateCounts int // counts of days folded into the all-time totals already
+	newDays    int // days that the log does not hold yet
+}
+
+// logDay appends a day's page views per path to the log and to ch, the
+// paths the day admits if it keeps per-day page counts (dayPart), and adds
+// to g how it grows the log.
+func (s *Site) logDay(tx *bolt.Tx, dd dayDelta, dayPart, late bool, ch *logChange, g *logGrowth) error {
+	l, nb := s.log, &s.numbers
+	pd := l.days[dd.day]
+	if pd == nil {
+		g.newDays++
+	}
+	d, fresh := s.numbered(dd, pd)
+	if dayPart {
+		var err error
+		d, err = l.admit(s.bucket(tx, bucketCounters), s.bucket(tx, bucketDayPaths), s.cfg.MaxDayPaths, d, pd, fresh, ch)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		c.newHashes = ch.newHashes
-		return c, nil
 	}
-	return ch, nil
+	for i, sl := range d.slots {
+		if sl < 0 {
+			d.slots[i] = nb.number(d.ids[i])
+		}
+		if !pd.has(d.slots[i]) {
+			g.newCounts++
+		}
+	}
+	if late {
+		g.lateCounts += len(d.paths)
+	}
+	n, err := appendLog(s.bucket(tx, bucketPathLog), &s.st.scratch.values, d.day, d.paths)
+	if err != nil {
+		return err
+	}
+	ch.bytes += n
+	ch.days = append(ch.days, d)
+	return nil
+}
+
+// numbered returns a day's page views by path, each with its number in the
+// dictionary (-1 if it has none yet), and how many of the paths other than
+// logtally.OtherPath are not pending on the day (pd) yet.
+func (s *Site) numbered(dd dayDelta, pd *pendingDay) (d loggedDay, fresh int) {
+	sc, nb, k := &s.st.scratch, &s.numbers, len(dd.paths)
+	d = loggedDay{day: dd.day, paths: carve(&sc.logPaths, k), slots: carve(&sc.logSlots, k), ids: carve(&sc.logIDs, k)}
+	for i, pc := range dd.paths {
+		d.paths[i] = logtally.PageCount{Path: nb.name(pc.id), PageViews: pc.n}
+		d.slots[i], d.ids[i] = nb.lookup(pc.id), pc.id
+		if !pd.has(d.slots[i]) && d.paths[i].Path != logtally.OtherPath {
+			fresh++
+		}
+	}
+	return d, fresh
+}
+
+// compactsInline reports whether the commit that changes the log by ch,
+// growing it by g, compacts it in its own transaction: when the log would
+// pass a hard bound, or when the late paths, each of which may be new to
+// the all-time totals, may pass their cap.
+func (s *Site) compactsInline(counters *bolt.Bucket, ch *logChange, g logGrowth, folded uint32) bool {
+	l := s.log
+	if l.bytes+ch.bytes > compactHardBytes || l.paths+g.newCounts > compactHardPaths ||
+		l.dict.len()+len(ch.fresh) > compactHardPaths || len(l.days)+g.newDays > maxPendingDays {
+		return true
+	}
+	if g.lateCounts == 0 {
+		return false
+	}
+	distinct := int(getUvarint(counters.Get(pathCounterKey(allTimePrefix))))
+	for day, pd := range l.days {
+		if day <= folded {
+			distinct += pd.paths
+		}
+	}
+	return distinct+g.lateCounts > s.cfg.MaxPaths
 }
 
 // appendLog appends a day's page views per path to the log, cut in values

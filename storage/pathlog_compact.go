@@ -55,14 +55,37 @@ func (l *pathLog) askCompaction() {
 // merged is the log's counts, plus extra: the change of the commit running
 // it, which the counts do not hold yet.
 func (s *Site) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
-	l := s.log
-	ch := &logChange{compacted: true}
-	lb := s.bucket(tx, bucketPathLog)
 	counters := s.bucket(tx, bucketCounters)
-	folded := uint32Key(counters.Get(keyFolded))
-	floor := s.floors(tx).dayPaths
-	dpb, pb := s.bucket(tx, bucketDayPaths), s.bucket(tx, bucketPaths)
+	c := compaction{cfg: s.cfg, counters: counters, dayPaths: s.bucket(tx, bucketDayPaths),
+		paths: s.bucket(tx, bucketPaths), folded: uint32Key(counters.Get(keyFolded)),
+		floor: s.floors(tx).dayPaths, ch: &logChange{compacted: true}}
+	l := s.log
+	l.dict.sortOrder()
+	shards := make([][]logtally.PageCount, pathShards)
+	for _, day := range l.pendingDays(extra) {
+		if day < c.floor && day > c.folded {
+			continue // expired and not folded: nowhere to go
+		}
+		l.dayShards(day, extra, shards)
+		if err := c.mergeDay(day, shards); err != nil {
+			return nil, err
+		}
+	}
+	return c.ch, clearBucket(s.bucket(tx, bucketPathLog))
+}
 
+// compaction is what compactTx merges a day's page views into.
+type compaction struct {
+	cfg                       *Config
+	counters, dayPaths, paths *bolt.Bucket
+	// folded is the last day folded into the all-time totals, floor the
+	// first whose per-day page counts are kept.
+	folded, floor uint32
+	ch            *logChange // the compaction's change to the log
+}
+
+// pendingDays returns the days that the log and extra hold, in order.
+func (l *pathLog) pendingDays(extra *logChange) []uint32 {
 	var days []uint32
 	for d := range l.days {
 		days = append(days, d)
@@ -73,72 +96,83 @@ func (s *Site) compactTx(tx *bolt.Tx, extra *logChange) (*logChange, error) {
 		}
 	}
 	slices.Sort(days)
-	days = slices.Compact(days)
-	l.dict.sortOrder()
-	shards := make([][]logtally.PageCount, pathShards)
-	for _, day := range days {
-		if day < floor && day > folded {
-			continue // expired and not folded: nowhere to go
-		}
-		for i := range shards {
-			shards[i] = shards[i][:0]
-		}
-		if pd := l.days[day]; pd != nil {
-			for _, i := range l.dict.order { // sorted already
-				if n := pd.get(i); n != 0 {
-					sh := l.dict.shard[i]
-					shards[sh] = append(shards[sh], logtally.PageCount{Path: l.dict.names[i], PageViews: n})
-				}
-			}
-		}
-		if extra != nil {
-			var touched [pathShards]bool
-			for _, d := range extra.days {
-				if d.day == day {
-					for _, pc := range d.paths {
-						sh := shardOf(pc.Path)
-						shards[sh] = append(shards[sh], pc)
-						touched[sh] = true
-					}
-				}
-			}
-			for i, sh := range shards {
-				if touched[i] {
-					shards[i] = sumSorted(sh)
-				}
-			}
-		}
-		if day >= floor {
-			prefix := dayBytes(day)
-			over, err := mergeShards(dpb, counters, prefix, shards, s.cfg.MaxDayPaths)
-			if err != nil {
-				return nil, err
-			}
-			if over > 0 {
-				ch.overflow = append(ch.overflow, day)
-			}
-			c := dpb.Cursor()
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				ch.shardBytes += int64(len(v))
-			}
-		}
-		if day <= folded {
-			if _, err := mergeShards(pb, counters, allTimePrefix, shards, s.cfg.MaxPaths); err != nil {
-				return nil, err
+	return slices.Compact(days)
+}
+
+// dayShards fills shards with the day's page views that the log and extra
+// hold, by shard, each sorted by path with a path once. The caller has
+// sorted the dictionary (sortOrder).
+func (l *pathLog) dayShards(day uint32, extra *logChange, shards [][]logtally.PageCount) {
+	for i := range shards {
+		shards[i] = shards[i][:0]
+	}
+	if pd := l.days[day]; pd != nil {
+		for _, i := range l.dict.order { // sorted already
+			if n := pd.get(i); n != 0 {
+				sh := l.dict.shard[i]
+				shards[sh] = append(shards[sh], logtally.PageCount{Path: l.dict.names[i], PageViews: n})
 			}
 		}
 	}
+	if extra == nil {
+		return
+	}
+	var touched [pathShards]bool
+	for _, d := range extra.days {
+		if d.day == day {
+			for _, pc := range d.paths {
+				sh := shardOf(pc.Path)
+				shards[sh] = append(shards[sh], pc)
+				touched[sh] = true
+			}
+		}
+	}
+	for i, sh := range shards {
+		if touched[i] {
+			shards[i] = sumSorted(sh)
+		}
+	}
+}
+
+// mergeDay merges a day's page views, by shard, into the day's shards if
+// its page counts are kept, and into the all-time totals if it is folded.
+func (c *compaction) mergeDay(day uint32, shards [][]logtally.PageCount) error {
+	if day >= c.floor {
+		prefix := dayBytes(day)
+		over, err := mergeShards(c.dayPaths, c.counters, prefix, shards, c.cfg.MaxDayPaths)
+		if err != nil {
+			return err
+		}
+		if over > 0 {
+			c.ch.overflow = append(c.ch.overflow, day)
+		}
+		cur := c.dayPaths.Cursor()
+		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+			c.ch.shardBytes += int64(len(v))
+		}
+	}
+	if day <= c.folded {
+		if _, err := mergeShards(c.paths, c.counters, allTimePrefix, shards, c.cfg.MaxPaths); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearBucket deletes every key of b: collected first, as a cursor must
+// not see its bucket change.
+func clearBucket(b *bolt.Bucket) error {
 	var keys [][]byte
-	c := lb.Cursor()
+	c := b.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		keys = append(keys, bytes.Clone(k))
 	}
 	for _, k := range keys {
-		if err := lb.Delete(k); err != nil {
-			return nil, err
+		if err := b.Delete(k); err != nil {
+			return err
 		}
 	}
-	return ch, nil
+	return nil
 }
 
 // sumSorted sorts a shard's delta by path and adds up repeated paths.
