@@ -124,7 +124,7 @@ func BenchmarkPublish(b *testing.B) {
 // The loads: one million visitors and 100,000 paths; ten million page views
 // of random paths (a scanner) from 1,000 visitors, and from 100,000. In the
 // last, every page view is a new path ref and a visitor's new latest second:
-// the load that compactRefs and compactVisitors are for. heap-MB is the live
+// the load that compactRefs and visitorCount.compact are for. heap-MB is the live
 // heap once the window is full; peak-heap-MB the largest live heap seen
 // (measured every million page views) on the way.
 func BenchmarkHeap(b *testing.B) {

@@ -146,14 +146,14 @@ func checkWindow(t *testing.T, w *Window) {
 		refs = append(refs, s.paths...)
 		for _, v := range s.visitors {
 			entries++
-			if w.visitors[v] != s.sec {
+			if w.visitors.exact[v] != s.sec {
 				stale++
 			}
 		}
 	}
 	checkTable(t, w.paths, refs)
-	if w.visitorEntries != entries || w.staleVisitors != stale {
-		t.Fatalf("window counts %d visitor entries, %d stale; want %d, %d", w.visitorEntries, w.staleVisitors, entries, stale)
+	if w.visitors.entries != entries || w.visitors.stale != stale {
+		t.Fatalf("window counts %d visitor entries, %d stale; want %d, %d", w.visitors.entries, w.visitors.stale, entries, stale)
 	}
 }
 
@@ -169,7 +169,7 @@ func TestFloodKeepsListsBounded(t *testing.T) {
 	}
 	const length = 100
 	w := New(Config{Length: length * time.Second, MaxPaths: maxPaths}, t0)
-	w.minStaleVisitors = 50_000
+	w.visitors.minStale = 50_000
 	rng := rand.New(rand.NewPCG(5, 5))
 	perSec := n / 300
 	n = perSec * 300 // whole seconds
@@ -181,14 +181,14 @@ func TestFloodKeepsListsBounded(t *testing.T) {
 			sec++
 			w.Advance(time.Unix(sec, 0))
 		}
-		after := w.refsAfter
+		after := w.refs.after
 		buf = fmt.Appendf(buf[:0], "/random/%d", rng.Uint64())
 		w.Add(logtally.Hit{Time: sec, PageView: true, Visitor: mix(uint64(i % visitors)), Path: buf})
-		if w.refsAfter != after {
+		if w.refs.after != after {
 			compactions++
 		}
 		maxRefs = max(maxRefs, w.paths.refs)
-		maxVisitors = max(maxVisitors, w.visitorEntries)
+		maxVisitors = max(maxVisitors, w.visitors.entries)
 	}
 	checkWindow(t, w)
 	s := publish(w)
@@ -200,13 +200,13 @@ func TestFloodKeepsListsBounded(t *testing.T) {
 	if bound := 2*(11*maxPaths+maxPaths) + perSec; maxRefs > bound || compactions == 0 {
 		t.Errorf("up to %d refs (bound %d) after %d compactions, from %d page views", maxRefs, bound, compactions, n)
 	}
-	if bound := 2*visitors + w.minStaleVisitors + perSec; maxVisitors > bound {
+	if bound := 2*visitors + w.visitors.minStale + perSec; maxVisitors > bound {
 		t.Errorf("up to %d visitor entries (bound %d)", maxVisitors, bound)
 	}
 	w.Advance(time.Unix(sec+length, 0))
 	checkWindow(t, w)
-	if w.paths.len() != 0 || w.paths.refs != 0 || w.visitorEntries != 0 || len(w.visitors) != 0 {
+	if w.paths.len() != 0 || w.paths.refs != 0 || w.visitors.entries != 0 || len(w.visitors.exact) != 0 {
 		t.Fatalf("after the flood left: %d paths, %d refs, %d visitor entries, %d visitors",
-			w.paths.len(), w.paths.refs, w.visitorEntries, len(w.visitors))
+			w.paths.len(), w.paths.refs, w.visitors.entries, len(w.visitors.exact))
 	}
 }

@@ -43,8 +43,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/maphash"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -145,66 +143,33 @@ type Window struct {
 	skew   int64 // seconds
 	now    int64 // last second inside the window
 	slots  []slot
+	counts // in the whole window
+	paths  *pathTable
+	pages  int // top paths a snapshot carries
 
-	requests  int64
-	pageviews int64
-	rejected  int64
-	paths     *pathTable
-
-	// Visitors. visitors is the exact set, visitor -> second of its latest
-	// page view, while it is kept; sketch is the estimate once the set grew
-	// past maxVisitors. Both may be set: the set is then being rebuilt, and
-	// is exact for seconds from exactSince on.
-	maxVisitors int
-	pages       int // top paths a snapshot carries
-
-	// With Config.PathVisitors: each pair of path and visitor in the
-	// window (a hash of both) -> its latest second and its path's hash,
-	// and each path's distinct visitors, by the path's hash.
-	pairs        map[uint64]pairState
-	pathVisitors map[uint64]int64
-	visitors     map[uint64]int64
-	sketch       *sketch
-	exactSince   int64
-
-	future []future // held hits, one ring slot per second after now
-
-	// Bookkeeping of the per-second lists, which compactVisitors and
-	// compactRefs keep in proportion to what the window really holds.
-	visitorEntries   int // visitors in all slots' lists
-	staleVisitors    int // of those, visitors listed again in a later second
-	visitorsAfter    int // visitorEntries after the last compaction
-	refsAfter        int // the table's refs after the last compaction
-	minStaleVisitors int // least stale visitors worth a compaction
-	minStaleRefs     int // least stale refs worth a compaction
-	merge            []int64
-	touched          []int32
+	visitors     visitorCount
+	pathVisitors pathVisitors // with Config.PathVisitors
+	future       []future     // held hits, one ring slot per second after now
+	refs         refCompaction
 
 	changed bool // counts or bounds changed since the last Publish
 	current atomic.Pointer[logtally.Snapshot]
 }
 
-type slot struct {
-	pairs     []uint64 // PathVisitors: the pairs whose latest page view was in this second
-	sec       int64
+// counts are what a second, or the window, counts besides visitors and
+// paths.
+type counts struct {
 	requests  int64
 	pageviews int64
 	rejected  int64
-	visitors  []uint64  // visitors whose latest page view was in this second
-	paths     []pathRef // where this second's page views were counted
 }
 
-// future holds the hits of one second after now.
-type future struct {
+type slot struct {
+	pairs []uint64 // PathVisitors: the pairs whose latest page view was in this second
 	sec   int64
-	hits  []heldHit
-	bytes []byte // the hits' paths, end to end
-}
-
-type heldHit struct {
-	visitor  uint64
-	off, n   uint32 // path in future.bytes
-	pageView bool
+	counts
+	visitors []uint64  // visitors whose latest page view was in this second
+	paths    []pathRef // where this second's page views were counted
 }
 
 // New returns an empty window whose last second is now. Zero fields of cfg
@@ -214,23 +179,20 @@ func New(cfg Config, now time.Time) *Window {
 	n := max(int64(cfg.Length/time.Second), 1)
 	skew := max(int64(cfg.MaxSkew/time.Second), 0)
 	w := &Window{
-		length:      n,
-		skew:        skew,
-		now:         now.Unix(),
-		paths:       newPathTable(cfg.MaxPaths),
-		maxVisitors: cfg.MaxVisitors,
-		pages:       cfg.Pages,
-		visitors:    make(map[uint64]int64),
-		future:      make([]future, skew),
-
-		minStaleVisitors: minStaleVisitors,
-		minStaleRefs:     max(cfg.MaxPaths, minStaleRefs),
+		length:   n,
+		skew:     skew,
+		now:      now.Unix(),
+		paths:    newPathTable(cfg.MaxPaths),
+		pages:    cfg.Pages,
+		visitors: visitorCount{exact: make(map[uint64]int64), max: cfg.MaxVisitors, minStale: minStaleVisitors},
+		future:   make([]future, skew),
+		refs:     refCompaction{minStale: max(cfg.MaxPaths, minStaleRefs)},
 	}
 	for i := range w.future {
 		w.future[i].sec = -1
 	}
 	if cfg.PathVisitors {
-		w.pairs, w.pathVisitors = make(map[uint64]pairState), make(map[uint64]int64)
+		w.pathVisitors = pathVisitors{pairs: make(map[uint64]pairState), visitors: make(map[uint64]int64)}
 	}
 	w.changed = true
 	w.Publish()
@@ -302,206 +264,9 @@ func (w *Window) add(sec int64, pageView bool, visitor uint64, path []byte) {
 	w.pageviews++
 	w.addVisitor(s, visitor)
 	w.addPath(s, path, 1)
-	if w.pairs != nil {
-		w.addPair(s, pathHash(path), visitor)
+	if w.pathVisitors.pairs != nil {
+		w.pathVisitors.add(s, pathHash(path), visitor)
 	}
-}
-
-// pairState is what the window keeps of a pair of path and visitor.
-type pairState struct {
-	sec  int64  // the pair's latest page view
-	path uint64 // the path's hash
-}
-
-// pathHash is a path's hash, as pairs and pathVisitors know it.
-func pathHash(path []byte) uint64 { return maphash.Bytes(pathSeed, path) }
-
-var pathSeed = maphash.MakeSeed()
-
-// addPair counts a page view of a path (by its hash) by visitor v in
-// slot s: a pair seen for the first time in the window adds a visitor to
-// its path; a later page view moves the pair's latest second.
-func (w *Window) addPair(s *slot, path, v uint64) {
-	k := pairKey(path, v)
-	st, ok := w.pairs[k]
-	if ok && st.sec >= s.sec {
-		return
-	}
-	if !ok {
-		w.pathVisitors[path]++
-	}
-	w.pairs[k] = pairState{sec: s.sec, path: path}
-	s.pairs = append(s.pairs, k)
-}
-
-// pairKey mixes a path's hash with a visitor's into a pair's.
-func pairKey(path, v uint64) uint64 {
-	h := path ^ (v * 0x9e3779b97f4a7c15)
-	h ^= h >> 29
-	h *= 0xbf58476d1ce4e5b9
-	return h ^ h>>32
-}
-
-// SeedPairs adds pairs of path and visitor stored with second sec, as
-// Seed adds its counts: a restart keeps each path's distinct visitors.
-// The page views are Seed's; only the pairs are added here.
-func (w *Window) SeedPairs(sec int64, pairs map[string][]uint64) {
-	sec = min(sec, w.now)
-	if w.pairs == nil || sec <= w.now-w.length {
-		return
-	}
-	s := w.slot(sec)
-	for p, vs := range pairs {
-		h := pathHash([]byte(p))
-		for _, v := range vs {
-			w.addPair(s, h, v)
-		}
-	}
-	w.changed, w.paths.changed = true, true
-}
-
-func (w *Window) addVisitor(s *slot, v uint64) {
-	if w.visitors != nil {
-		if last, ok := w.visitors[v]; !ok || s.sec > last {
-			w.visitors[v] = s.sec
-			s.visitors = append(s.visitors, v)
-			w.visitorEntries++
-			switch {
-			case !ok && len(w.visitors) > w.maxVisitors:
-				w.dropExact()
-			case ok: // its entry in second last is stale now
-				w.staleVisitors++
-				if w.staleVisitors > w.minStaleVisitors && w.visitorEntries > 2*w.visitorsAfter {
-					w.compactVisitors()
-				}
-			}
-		}
-	}
-	if w.sketch != nil {
-		w.sketch.add(v, s.sec)
-	}
-}
-
-// dropExact gives up the exact visitor set, which outgrew its cap, for the
-// sketch.
-func (w *Window) dropExact() {
-	if w.sketch == nil {
-		w.sketch = new(sketch)
-		for v, sec := range w.visitors {
-			w.sketch.add(v, sec)
-		}
-	}
-	w.visitors = nil
-	for i := range w.slots {
-		w.slots[i].visitors = nil
-	}
-	w.visitorEntries, w.staleVisitors, w.visitorsAfter = 0, 0, 0
-}
-
-// Compaction. A slot lists a visitor when the visitor's latest page view was
-// in its second; a visitor seen again later is listed again, and its older
-// entry goes stale. The same goes for the path refs of an entry that has
-// changed path since (Space-Saving). Stale entries are what would make the
-// lists grow with page views rather than with visitors and paths: a flood of
-// ten million random paths would leave ten million refs, 8 bytes each.
-//
-// So once the stale entries are many (minStaleVisitors, minStaleRefs) and
-// the lists have doubled since the last compaction, they are compacted: a
-// stale visitor is dropped, and the stale refs of one entry within one block
-// of a tenth of the window are merged into one ref at the block's first
-// second. That ref still brings the entry's count down, up to a tenth of the
-// window early; own counts, the ones pages report, only ever come from live
-// refs and stay exact. The doubling keeps the work amortised O(1) per hit,
-// and the lists within about twice: visitors and paths in the window, plus
-// ten refs per path entry.
-const (
-	minStaleVisitors = 1 << 20 // 8 MB of stale entries
-	minStaleRefs     = 1 << 12 // at least; MaxPaths by default
-)
-
-// compactVisitors drops the stale entries of the slots' visitor lists.
-func (w *Window) compactVisitors() {
-	n := 0
-	for i := range w.slots {
-		s := &w.slots[i]
-		kept := s.visitors[:0]
-		for _, v := range s.visitors {
-			if w.visitors[v] == s.sec {
-				kept = append(kept, v)
-			}
-		}
-		s.visitors = shrink(kept)
-		n += len(kept)
-	}
-	w.visitorEntries, w.visitorsAfter, w.staleVisitors = n, n, 0
-}
-
-// compactRefs merges the stale path refs of each entry, block by block.
-func (w *Window) compactRefs() {
-	t := w.paths
-	if len(w.merge) < len(t.entries) {
-		w.merge = make([]int64, len(t.entries))
-	}
-	for i := range t.entries {
-		t.entries[i].refs = 0
-	}
-	t.stale = 0
-	var first *slot
-	flush := func() {
-		for _, id := range w.touched {
-			e := &t.entries[id]
-			for n := w.merge[id]; n > 0; n -= maxRefViews {
-				first.paths = append(first.paths, pathRef{id: uint32(id), gen: e.gen - 1, n: uint16(min(n, maxRefViews))})
-				t.stale++
-			}
-			w.merge[id] = 0
-		}
-		w.touched = w.touched[:0]
-	}
-	block := max(w.length/10, 1)
-	current := int64(-1)
-	for sec := w.Start(); sec <= w.now; sec++ {
-		s := w.slot(sec)
-		if b := (sec - int64(mod(sec, block))) / block; b != current || first == nil {
-			if first != nil {
-				flush()
-			}
-			current, first = b, s
-		}
-		kept := s.paths[:0]
-		for _, r := range s.paths {
-			if e := &t.entries[r.id]; r.gen == e.gen {
-				kept = append(kept, r)
-				e.refs++
-				continue
-			}
-			if w.merge[r.id] == 0 {
-				w.touched = append(w.touched, int32(r.id))
-			}
-			w.merge[r.id] += int64(r.n)
-		}
-		s.paths = kept
-	}
-	flush()
-	t.refs = 0
-	for i := range w.slots {
-		s := &w.slots[i]
-		s.paths = shrink(s.paths)
-		t.refs += len(s.paths)
-	}
-	w.refsAfter = t.refs
-}
-
-// shrink returns s in an array of its own size when most of its array is
-// unused, so that a second that once held many entries does not keep them.
-func shrink[T any](s []T) []T {
-	if cap(s) <= 2*len(s)+64 {
-		return s
-	}
-	if len(s) == 0 {
-		return nil
-	}
-	return slices.Clone(s)
 }
 
 func (w *Window) addPath(s *slot, path []byte, n int64) {
@@ -516,25 +281,9 @@ func (w *Window) addPath(s *slot, path []byte, n int64) {
 		s.paths = append(s.paths, r)
 		w.paths.keep(r)
 	}
-	if t := w.paths; t.stale > w.minStaleRefs && t.refs > 2*w.refsAfter {
+	if t := w.paths; t.stale > w.refs.minStale && t.refs > 2*w.refs.after {
 		w.compactRefs()
 	}
-}
-
-// hold keeps a future hit, with a copy of its path, until its second.
-func (w *Window) hold(h logtally.Hit) {
-	f := &w.future[mod(h.Time, w.skew)]
-	if f.sec != h.Time {
-		f.sec = h.Time
-		f.hits = f.hits[:0]
-		f.bytes = f.bytes[:0]
-	}
-	held := heldHit{visitor: h.Visitor, off: uint32(len(f.bytes)), pageView: h.PageView}
-	if h.PageView { // only page views count their path
-		held.n = uint32(len(h.Path))
-		f.bytes = append(f.bytes, h.Path...)
-	}
-	f.hits = append(f.hits, held)
 }
 
 // Seed adds counts that were stored at minute resolution, as if they all
@@ -594,25 +343,8 @@ func (w *Window) Advance(now time.Time) {
 	for sec := old + 1; sec <= min(to, old+w.skew); sec++ {
 		w.release(sec)
 	}
-	if w.visitors != nil && w.sketch != nil && w.now-w.length+1 >= w.exactSince {
-		w.sketch = nil // the rebuilt set now covers the whole window
-	}
+	w.visitors.rebuilt(w.Start())
 	w.changed = true // the bounds moved
-}
-
-// release counts the held hits of second sec, now inside the window.
-func (w *Window) release(sec int64) {
-	f := &w.future[mod(sec, w.skew)]
-	if f.sec != sec {
-		return
-	}
-	f.sec = -1
-	if sec <= w.now-w.length {
-		return // the window jumped past it: history only
-	}
-	for _, h := range f.hits {
-		w.add(sec, h.pageView, h.visitor, f.bytes[h.off:h.off+h.n])
-	}
 }
 
 // evict subtracts a slot's counts from the totals and empties it.
@@ -623,27 +355,13 @@ func (w *Window) evict(s *slot) {
 	w.requests -= s.requests
 	w.pageviews -= s.pageviews
 	w.rejected -= s.rejected
-	for _, v := range s.visitors {
-		if w.visitors[v] == s.sec {
-			delete(w.visitors, v)
-		} else {
-			w.staleVisitors--
-		}
-	}
-	w.visitorEntries -= len(s.visitors)
+	w.visitors.evict(s)
 	for _, r := range s.paths {
 		w.paths.remove(r)
 	}
-	for _, k := range s.pairs {
-		if st := w.pairs[k]; st.sec == s.sec {
-			delete(w.pairs, k)
-			if w.pathVisitors[st.path]--; w.pathVisitors[st.path] <= 0 {
-				delete(w.pathVisitors, st.path)
-			}
-		}
-	}
+	w.pathVisitors.evict(s)
 	s.pairs = s.pairs[:0]
-	s.requests, s.pageviews, s.rejected = 0, 0, 0
+	s.counts = counts{}
 	s.visitors = s.visitors[:0]
 	s.paths = s.paths[:0]
 }
@@ -674,26 +392,9 @@ func (w *Window) Publish() {
 	} else {
 		s.Pages = w.paths.top(w.pages)
 		w.paths.changed = false
-		if w.pathVisitors != nil {
-			for i := range s.Pages {
-				s.Pages[i].Visitors = w.pathVisitors[pathHash([]byte(s.Pages[i].Path))]
-			}
-		}
+		w.pathVisitors.fill(s.Pages)
 	}
-	switch {
-	case w.sketch != nil:
-		s.Visitors = w.sketch.estimate(w.now - w.length)
-		s.Approximate = true
-		if w.visitors == nil && s.Visitors < int64(w.maxVisitors/2) {
-			// Few enough again: rebuild an exact set from the next second.
-			// Hits for it and later all pass through add from here on,
-			// held ones included.
-			w.visitors = make(map[uint64]int64)
-			w.exactSince = w.now + 1
-		}
-	default:
-		s.Visitors = int64(len(w.visitors))
-	}
+	s.Visitors, s.Approximate = w.visitors.count(w.now-w.length, w.now)
 	w.changed = false
 	w.current.Store(s)
 }

@@ -196,7 +196,7 @@ func TestMatchesBruteForce(t *testing.T) {
 			w := New(Config{Length: time.Duration(length) * time.Second, MaxSkew: time.Duration(skew) * time.Second,
 				MaxPaths: maxPaths, MaxVisitors: maxVisitors}, t0)
 			if seed%2 == 1 { // compact the lists as often as the doubling rule allows
-				w.minStaleRefs, w.minStaleVisitors = 0, 0
+				w.refs.minStale, w.visitors.minStale = 0, 0
 			}
 			m := model{length: length, skew: skew, now: t0.Unix()}
 			for range 3000 {
