@@ -68,8 +68,8 @@ var filled struct {
 	err  error
 }
 
-// pageOf returns the root page of a bucket of the site, and the file's
-// page size.
+// pageOf returns the root page of a bucket of the default site (of the
+// site itself if bucket is nil), and the file's page size.
 func pageOf(t *testing.T, path string, bucket []byte) (page, size int64) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
@@ -78,7 +78,11 @@ func pageOf(t *testing.T, path string, bucket []byte) (page, size int64) {
 	}
 	defer db.Close()
 	db.View(func(tx *bolt.Tx) error {
-		page = int64(tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)).Bucket(bucket).Root())
+		b := tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite))
+		if bucket != nil {
+			b = b.Bucket(bucket)
+		}
+		page = int64(b.Root())
 		return nil
 	})
 	return page, int64(db.Info().PageSize)
@@ -97,36 +101,35 @@ func damage(t *testing.T, path string, off int64, data []byte) {
 	}
 }
 
-// TestOpenRefusesDamagedFile: a file with garbage in a page is refused by
+// damageCase is a way to damage the file of filledDB, and what is said
+// of it (want, in the error).
+type damageCase struct {
+	name   string
+	damage func(t *testing.T, path string)
+	want   string
+}
+
+var garbage = bytes.Repeat([]byte("garbage!"), 512) // a page of it
+
+// overRoot returns a damage that writes garbage over the root page of a
+// bucket of the default site, or over the site's own page if bucket is nil.
+func overRoot(bucket []byte) func(t *testing.T, path string) {
+	return func(t *testing.T, path string) {
+		page, size := pageOf(t, path, bucket)
+		if page == 0 {
+			t.Fatalf("bucket %s is inline: it has no page of its own", bucket)
+		}
+		damage(t, path, page*size, garbage[:size])
+	}
+}
+
+// TestOpenRefusesDamagedFile: a file damaged in what bbolt or Open reads
+// of it (its header pages, its free list, the site's buckets) is refused by
 // Open, with an error that names the file and what is damaged, and Check
-// says the same. Before, Open took it, and the first query or commit that
-// read the page panicked inside bbolt: the daemon said "serving", then
-// crashed, and crashed again at every restart.
+// says the same. Before Open checked what bbolt reads, bbolt panicked on a
+// damaged free list and left the file locked until the process ended.
 func TestOpenRefusesDamagedFile(t *testing.T) {
-	garbage := bytes.Repeat([]byte("garbage!"), 512) // a page of it
-	tests := []struct {
-		name   string
-		damage func(t *testing.T, path string)
-		want   string // in the error
-	}{
-		{"garbage over the minutes' root page", func(t *testing.T, path string) {
-			page, size := pageOf(t, path, bucketMinutes)
-			damage(t, path, page*size, garbage[:size])
-		}, "per-minute counts (bucket sites/default/minutes)"},
-		{"elements of a page that point outside the file, its header intact", func(t *testing.T, path string) {
-			// Keys 2 GB past their page: reading one faults, which only a
-			// goroutine that asked for it survives (debug.SetPanicOnFault).
-			page, size := pageOf(t, path, bucketVisitors)
-			var elem [16]byte                                   // flags, pos, ksize, vsize
-			binary.LittleEndian.PutUint32(elem[4:], 0x7f000000) // pos
-			binary.LittleEndian.PutUint32(elem[8:], 8)
-			binary.LittleEndian.PutUint32(elem[12:], 8)
-			damage(t, path, page*size+16, bytes.Repeat(elem[:], int(size-16)/16))
-		}, "visitor sets of recent minutes (bucket sites/default/visitors): runtime error: invalid memory address"},
-		{"garbage over the elements of a page, its header intact", func(t *testing.T, path string) {
-			page, size := pageOf(t, path, bucketVisitors)
-			damage(t, path, page*size+16, bytes.Repeat([]byte{0x7f}, int(size)-16))
-		}, "visitor sets of recent minutes (bucket sites/default/visitors)"},
+	tests := []damageCase{
 		{"garbage over the free list", func(t *testing.T, path string) {
 			db, err := bolt.Open(path, 0o600, nil)
 			if err != nil {
@@ -157,6 +160,8 @@ func TestOpenRefusesDamagedFile(t *testing.T) {
 			damage(t, path, 0, garbage[:4096])
 			damage(t, path, 4096, garbage[:4096])
 		}, "its header pages are not a bbolt database's"},
+		{"garbage over the site's own page, which Open reads", overRoot(nil),
+			"the buckets of the site (bucket sites/default): assertion failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,17 +169,8 @@ func TestOpenRefusesDamagedFile(t *testing.T) {
 			tt.damage(t, path)
 			s, err := Open(Config{Path: path, TZ: "UTC"}, fixedNow)
 			if err == nil {
-				defer s.Close()
-				read := func() (err error) {
-					defer func() {
-						if r := recover(); r != nil {
-							err = fmt.Errorf("panic: %v", r)
-						}
-					}()
-					_, err = s.Minutes(t0, t0.Add(24*time.Hour))
-					return err
-				}
-				t.Fatalf("Open took a damaged file; reading it: %v", read())
+				s.Close()
+				t.Fatal("Open took a damaged file")
 			}
 			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Open: %v\nwant ErrDamaged, naming %s and %q", err, path, tt.want)
@@ -184,6 +180,96 @@ func TestOpenRefusesDamagedFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDamagedPageSaysWhatWhenRead: a page that Open does not read (it
+// reads no more than it must, so that a start costs the same whatever the
+// file's size) is found damaged by Check, and a query or a commit that
+// reads it fails with what Check says, naming the file, rather than panic
+// inside bbolt. Before, the daemon said "serving", then crashed when a
+// request or a commit first read the page, and again at every restart.
+func TestDamagedPageSaysWhatWhenRead(t *testing.T) {
+	readMinutes := func(s *Store) error {
+		_, err := s.Minutes(t0, t0.Add(24*time.Hour))
+		return err
+	}
+	readVisitors := func(s *Store) error {
+		_, _, err := s.MinuteVisitors(t0)
+		return err
+	}
+	commitMinute := func(s *Store) error {
+		b := tally.NewBatch()
+		addHit(b, logtally.Hit{Time: t0.Unix(), PageView: true, Visitor: 1, Path: []byte("/")}, 200, 100, false)
+		return s.Commit(b)
+	}
+	tests := []struct {
+		damageCase
+		read map[string]func(s *Store) error
+	}{
+		{damageCase{"garbage over the minutes' root page", overRoot(bucketMinutes),
+			"per-minute counts (bucket sites/default/minutes): assertion failed"},
+			map[string]func(*Store) error{"Minutes": readMinutes, "Commit": commitMinute}},
+		{damageCase{"elements of a page that point outside the file, its header intact", func(t *testing.T, path string) {
+			// Keys 2 GB past their page: reading one faults, which only a
+			// goroutine that asked for it survives (debug.SetPanicOnFault).
+			page, size := pageOf(t, path, bucketVisitors)
+			var elem [16]byte                                   // flags, pos, ksize, vsize
+			binary.LittleEndian.PutUint32(elem[4:], 0x7f000000) // pos
+			binary.LittleEndian.PutUint32(elem[8:], 8)
+			binary.LittleEndian.PutUint32(elem[12:], 8)
+			damage(t, path, page*size+16, bytes.Repeat(elem[:], int(size-16)/16))
+		}, "visitor sets of recent minutes (bucket sites/default/visitors): runtime error: invalid memory address"},
+			map[string]func(*Store) error{"MinuteVisitors": readVisitors}},
+		{damageCase{"garbage over the elements of a page, its header intact", func(t *testing.T, path string) {
+			page, size := pageOf(t, path, bucketVisitors)
+			damage(t, path, page*size+16, bytes.Repeat([]byte{0x7f}, int(size)-16))
+		}, "visitor sets of recent minutes (bucket sites/default/visitors)"},
+			map[string]func(*Store) error{"MinuteVisitors": readVisitors}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filledDB(t)
+			tt.damage(t, path)
+			if err := Check(path); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Check: %v, want ErrDamaged naming %q", err, tt.want)
+			}
+			s, err := Open(Config{Path: path, TZ: "UTC"}, fixedNow)
+			if err != nil {
+				t.Fatalf("Open: %v; it reads none of the damaged page", err)
+			}
+			defer s.Close()
+			for name, read := range tt.read {
+				err := func() (err error) {
+					defer func() {
+						if r := recover(); r != nil {
+							err = fmt.Errorf("panic: %v", r)
+						}
+					}()
+					return read(s)
+				}()
+				if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("%s: %v\nwant ErrDamaged, naming %s and %q", name, err, path, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestPanicNotOfTheFileGoesOn: a panic in a read of a healthy file is a
+// bug, not damage: it is not taken for a damaged file.
+func TestPanicNotOfTheFileGoesOn(t *testing.T) {
+	s, err := Open(Config{Path: filledDB(t), TZ: "UTC"}, fixedNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer func() {
+		if r := recover(); r != "a bug" {
+			t.Errorf("recovered %v, want the panic of the read", r)
+		}
+	}()
+	err = s.view(func(*bolt.Tx) error { panic("a bug") })
+	t.Errorf("the read returned %v", err)
 }
 
 // TestCheckHealthyFile: a file as the store leaves it has no damage, and
@@ -217,7 +303,7 @@ func TestOpenRefusesAnotherFile(t *testing.T) {
 	}
 }
 
-// BenchmarkCheck is the cost of the check at every start, on the file of
+// BenchmarkCheck is the cost of Check (`logtally check`), on the file of
 // TestCheckHealthyFile; README gives it for a 40 MB file (bench/dbsize).
 func BenchmarkCheck(b *testing.B) {
 	path := os.Getenv("LOGTALLY_CHECK_DB")

@@ -122,7 +122,7 @@ func (o *Outbox) Written() <-chan struct{} { return o.written }
 func (o *Outbox) Next(after uint64) (logtally.OutboxEntry, bool, error) {
 	var e logtally.OutboxEntry
 	var ok bool
-	err := o.s.db.View(func(tx *bolt.Tx) error {
+	err := o.s.view(func(tx *bolt.Tx) error {
 		ob := o.s.def.bucket(tx, bucketOutbox)
 		if ob == nil || after == ^uint64(0) {
 			return nil
@@ -150,7 +150,7 @@ func (o *Outbox) Next(after uint64) (logtally.OutboxEntry, bool, error) {
 // database has them.
 func (o *Outbox) Delete(through uint64) (int, error) {
 	var n, size int64
-	err := o.s.db.Update(func(tx *bolt.Tx) error {
+	err := o.s.update(func(tx *bolt.Tx) error {
 		ob := o.s.def.bucket(tx, bucketOutbox)
 		if ob == nil {
 			return nil
@@ -181,7 +181,7 @@ func (o *Outbox) Delete(through uint64) (int, error) {
 // Stats returns how much waits in the outbox.
 func (o *Outbox) Stats() (logtally.OutboxStats, error) {
 	st := logtally.OutboxStats{Entries: o.entries.Load(), Bytes: o.bytes.Load()}
-	err := o.s.db.View(func(tx *bolt.Tx) error {
+	err := o.s.view(func(tx *bolt.Tx) error {
 		ob := o.s.def.bucket(tx, bucketOutbox)
 		if ob == nil {
 			return nil
@@ -198,7 +198,7 @@ func (o *Outbox) Stats() (logtally.OutboxStats, error) {
 // Salt returns the fleet's visitor-hash salt as stored by SetSalt, and
 // false before it is known.
 func (o *Outbox) Salt() (salt uint64, ok bool, err error) {
-	err = o.s.db.View(func(tx *bolt.Tx) error {
+	err = o.s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketMeta).Get(keyFleetSalt)
 		switch {
 		case v == nil:
@@ -215,5 +215,5 @@ func (o *Outbox) Salt() (salt uint64, ok bool, err error) {
 // SetSalt stores the fleet's visitor-hash salt, so that the next start
 // hashes visitors as the fleet does before it reaches the fleet database.
 func (o *Outbox) SetSalt(salt uint64) error {
-	return o.s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFleetSalt, u64(salt)) })
+	return o.s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFleetSalt, u64(salt)) })
 }

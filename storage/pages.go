@@ -25,35 +25,52 @@ func (s *Site) Pages(from, to time.Time, limit int) (logtally.PageRange, error) 
 	days := s.wholeDays(lo, hi)
 	out := logtally.PageRange{Exact: true}
 	counts := make(map[string]int64)
-	tx, err := s.pathsTx(func(tx *bolt.Tx) bool {
+	err := s.pathsView(func(tx *bolt.Tx) bool {
 		clear(counts)
 		floor := s.daysFrom(tx)
 		return s.log.dayCounts(tx.ID(), func(day uint32) bool {
 			return slices.Contains(days, day) && day >= floor
 		}, func(path string, n int64) { counts[path] += n })
+	}, func(tx *bolt.Tx) error {
+		if err := s.addDays(tx, days, counts, &out); err != nil {
+			return err
+		}
+		return s.addMinutes(tx, lo, hi, days, counts, &out)
 	})
 	if err != nil {
 		return out, err
 	}
-	defer tx.Rollback()
-
-	cut := func(from time.Time) {
-		out.Exact = false
-		if from.After(out.KeptFrom) {
-			out.KeptFrom = from
-		}
+	out.Exact = out.Exact && out.Other == 0
+	out.Pages = make([]logtally.PageCount, 0, len(counts))
+	for p, n := range counts {
+		out.Pages = append(out.Pages, logtally.PageCount{Path: p, PageViews: n})
 	}
+	slices.SortFunc(out.Pages, byViews)
+	out.Pages = out.Pages[:min(limit, len(out.Pages))]
+	return out, nil
+}
+
+// addDays adds the page views per path of the whole days days, from their
+// shards, to counts; out says from when they are kept.
+func (s *Site) addDays(tx *bolt.Tx, days []uint32, counts map[string]int64, out *logtally.PageRange) error {
 	floor := s.daysFrom(tx)
 	dpb := s.bucket(tx, bucketDayPaths)
 	for _, day := range days {
 		if day < floor {
-			cut(s.dayTime(dayBytes(floor)))
+			cutAt(out, s.dayTime(dayBytes(floor)))
 			continue
 		}
 		if err := addDayPaths(dpb, day, counts); err != nil {
-			return out, err
+			return err
 		}
 	}
+	return nil
+}
+
+// addMinutes adds the page views per path of [lo, hi) but the whole days
+// days, from their minutes, to counts, and those the minutes count as
+// Other to out.
+func (s *Site) addMinutes(tx *bolt.Tx, lo, hi time.Time, days []uint32, counts map[string]int64, out *logtally.PageRange) error {
 	minutesFrom, held := s.keptFromStep(tx, time.Minute)
 	parts := [][2]time.Time{{lo, hi}}
 	if len(days) > 0 {
@@ -66,7 +83,7 @@ func (s *Site) Pages(from, to time.Time, limit int) (logtally.PageRange, error) 
 			continue
 		}
 		if held && start.Before(minutesFrom) {
-			cut(minutesFrom)
+			cutAt(out, minutesFrom)
 			start = minutesFrom
 		}
 		err := scan(mb, minuteKey(start), minuteKey(end.Add(-time.Minute)), false, func(_ []byte, r *record) {
@@ -76,17 +93,19 @@ func (s *Site) Pages(from, to time.Time, limit int) (logtally.PageRange, error) 
 			out.Other += r.Other
 		})
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
-	out.Exact = out.Exact && out.Other == 0
-	out.Pages = make([]logtally.PageCount, 0, len(counts))
-	for p, n := range counts {
-		out.Pages = append(out.Pages, logtally.PageCount{Path: p, PageViews: n})
+	return nil
+}
+
+// cutAt says that out lacks what lies before from, pruned by the
+// retention.
+func cutAt(out *logtally.PageRange, from time.Time) {
+	out.Exact = false
+	if from.After(out.KeptFrom) {
+		out.KeptFrom = from
 	}
-	slices.SortFunc(out.Pages, byViews)
-	out.Pages = out.Pages[:min(limit, len(out.Pages))]
-	return out, nil
 }
 
 // wholeDays returns the days (yyyymmdd in the store's zone) that lie
@@ -142,20 +161,24 @@ func addDayPaths(dpb *bolt.Bucket, day uint32, counts map[string]int64) error {
 	return nil
 }
 
-// pathsTx opens a read transaction whose file the path log's counts are in
-// step with: read is called with it until it reports that they were (see
-// pathLog.counts). The caller rolls it back.
-func (s *Site) pathsTx(read func(tx *bolt.Tx) bool) (*bolt.Tx, error) {
-	for {
-		tx, err := s.db.Begin(false)
-		if err != nil {
-			return nil, err
+// pathsView runs fn in a read transaction whose file the path log's
+// counts are in step with, under guarded: inStep is called with a new
+// transaction until it reports that they were (see pathLog.counts).
+func (s *Site) pathsView(inStep func(tx *bolt.Tx) bool, fn func(tx *bolt.Tx) error) error {
+	return s.st.guarded(func() error {
+		for {
+			tx, err := s.db.Begin(false)
+			if err != nil {
+				return err
+			}
+			if !inStep(tx) {
+				tx.Rollback()
+				continue
+			}
+			defer tx.Rollback()
+			return fn(tx)
 		}
-		if read(tx) {
-			return tx, nil
-		}
-		tx.Rollback()
-	}
+	})
 }
 
 // Totals returns the counts of the whole days from the day of from to the
@@ -164,7 +187,7 @@ func (s *Site) pathsTx(read func(tx *bolt.Tx) bool) (*bolt.Tx, error) {
 func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 	var total logtally.Counts
 	var hll *hyperloglog.Sketch
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.st.view(func(tx *bolt.Tx) error {
 		return scan(s.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), true, func(_ []byte, r *record) {
 			total.Requests += r.Requests
 			total.PageViews += r.PageViews
@@ -190,7 +213,7 @@ func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 // Newest returns the start of the minute of the newest line stored, and
 // whether there is one.
 func (s *Site) Newest() (t time.Time, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.st.view(func(tx *bolt.Tx) error {
 		var n int64
 		n, ok = s.newest(tx)
 		t = time.Unix(n, 0).UTC()

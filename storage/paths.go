@@ -58,29 +58,35 @@ func decodeShard(b []byte) ([]logtally.PageCount, error) {
 // decoded into strings: a shard holds hundreds of paths and a commit
 // rewrites every shard it touches.
 func mergeShard(b *bolt.Bucket, key []byte, delta []logtally.PageCount, distinct *uint64, limit int) (overflow int64, err error) {
-	old := decoder{b: b.Get(key)}
-	n := uint64(0)
-	if len(old.b) > 0 {
-		n = old.uvarint()
+	m := shardMerge{old: decoder{b: b.Get(key)}}
+	if len(m.old.b) > 0 {
+		m.left = m.old.uvarint()
 	}
-	out := make([]byte, 0, len(old.b)+len(delta)*48+2*binary.MaxVarintLen64)
-	var entries uint64
-	body := make([]byte, 0, cap(out))
-	put := func(path []byte, count int64) {
-		body = appendEntry(body, path, count)
-		entries++
+	size := len(m.old.b) + len(delta)*48 + 2*binary.MaxVarintLen64
+	m.body = make([]byte, 0, size)
+	overflow = m.merge(delta, distinct, limit)
+	if m.old.err != nil || m.left != 0 {
+		return 0, fmt.Errorf("path shard: %w", ErrCorrupt)
 	}
-	var path []byte
-	var count int64
-	next := func() bool {
-		if n == 0 {
-			return false
-		}
-		n--
-		path, count = old.entry()
-		return old.err == nil
-	}
-	have := next()
+	out := binary.AppendUvarint(make([]byte, 0, size), m.entries)
+	return overflow, b.Put(key, append(out, m.body...))
+}
+
+// shardMerge is the merge join of a stored shard's entries with a delta.
+type shardMerge struct {
+	old     decoder // the stored entries not read yet
+	left    uint64  // how many
+	path    []byte  // the stored entry read last
+	count   int64
+	body    []byte // the merged entries
+	entries uint64 // how many
+}
+
+// merge merges delta into the stored entries, admitting a path new to the
+// shard while *distinct < limit (which it increments), and returns the
+// page views of those it did not admit.
+func (m *shardMerge) merge(delta []logtally.PageCount, distinct *uint64, limit int) (overflow int64) {
+	have := m.next()
 	j := 0
 	for have || j < len(delta) {
 		var c int
@@ -90,12 +96,12 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []logtally.PageCount, distinct
 		case j == len(delta):
 			c = -1
 		default:
-			c = strings.Compare(string(path), delta[j].Path)
+			c = strings.Compare(string(m.path), delta[j].Path)
 		}
 		switch {
 		case c < 0:
-			put(path, count)
-			have = next()
+			m.put(m.path, m.count)
+			have = m.next()
 		case c > 0:
 			d := delta[j]
 			if d.Path != logtally.OtherPath && *distinct >= uint64(limit) {
@@ -104,20 +110,32 @@ func mergeShard(b *bolt.Bucket, key []byte, delta []logtally.PageCount, distinct
 				if d.Path != logtally.OtherPath {
 					*distinct++
 				}
-				put([]byte(d.Path), d.PageViews)
+				m.put([]byte(d.Path), d.PageViews)
 			}
 			j++
 		default:
-			put(path, count+delta[j].PageViews)
-			have = next()
+			m.put(m.path, m.count+delta[j].PageViews)
+			have = m.next()
 			j++
 		}
 	}
-	if old.err != nil || n != 0 {
-		return 0, fmt.Errorf("path shard: %w", ErrCorrupt)
+	return overflow
+}
+
+// next reads the next stored entry, and reports whether there was one.
+func (m *shardMerge) next() bool {
+	if m.left == 0 {
+		return false
 	}
-	out = binary.AppendUvarint(out, entries)
-	return overflow, b.Put(key, append(out, body...))
+	m.left--
+	m.path, m.count = m.old.entry()
+	return m.old.err == nil
+}
+
+// put appends an entry to the merged shard.
+func (m *shardMerge) put(path []byte, count int64) {
+	m.body = appendEntry(m.body, path, count)
+	m.entries++
 }
 
 // addPaths adds page views per path to the shards under prefix, at most
@@ -204,7 +222,7 @@ func (s *Site) foldDay(day []byte) error {
 // the shards or still in the path log.
 func (s *Site) foldDays(today []byte) error {
 	var days [][]byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.st.view(func(tx *bolt.Tx) error {
 		folded := s.bucket(tx, bucketCounters).Get(keyFolded)
 		seen := make(map[string]bool)
 		for _, name := range [][]byte{bucketDayPaths, bucketPathLog} {

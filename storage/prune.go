@@ -52,59 +52,16 @@ func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 // prune is Prune of one site.
 func (s *Site) prune(ctx context.Context, now time.Time) ([]Pruned, error) {
 	var f floors
-	if err := s.db.View(func(tx *bolt.Tx) error { f = s.floors(tx); return nil }); err != nil {
+	if err := s.st.view(func(tx *bolt.Tx) error { f = s.floors(tx); return nil }); err != nil {
 		return nil, err
 	}
-	r := s.st.Retention()
-	type job struct {
-		what   string
-		name   []byte
-		end    []byte // delete keys before this
-		prefix int    // key bytes that name one minute, hour or day
-		unit   func(k []byte) time.Time
-		keep   time.Duration
-	}
-	var jobs []job
-	if f.minute > 0 {
-		jobs = append(jobs, job{"minutes", bucketMinutes, u64(uint64(f.minute)), 8, minuteTime, r.Minutes})
-	}
-	if f.hour > 0 {
-		jobs = append(jobs, job{"hours", bucketHours, u64(uint64(f.hour)), 8, hourTime, r.Hours},
-			job{"per-day page counts", bucketDayPaths, dayBytes(f.dayPaths), 4, s.dayTime, r.Hours})
-	}
-	if f.day > 0 {
-		jobs = append(jobs, job{"days", bucketDays, dayBytes(f.day), 4, s.dayTime, r.Days})
-	}
-	if err := s.compact(ctx); err != nil {
+	jobs := s.pruneJobs(f, s.st.Retention())
+	if err := s.tidy(ctx, now); err != nil {
 		return nil, err
-	}
-	if err := s.foldDays(dayKey(now, s.loc)); err != nil {
-		return nil, err
-	}
-	last, ok, err := s.Last()
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		if _, err := s.compactVisitors(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now); err != nil {
-			return nil, err
-		}
 	}
 	var out []Pruned
 	for _, j := range jobs {
-		p := Pruned{Site: s.name, What: j.what, KeptFrom: j.unit(j.end), Keep: j.keep}
-		var prev []byte
-		_, err := s.deleteAllBefore(ctx, j.name, j.end, nil, func(k []byte) {
-			if prev != nil && bytes.Equal(prev[:j.prefix], k[:j.prefix]) {
-				return
-			}
-			if p.Count == 0 {
-				p.From = j.unit(k)
-			}
-			p.Count++
-			p.To = j.unit(k)
-			prev = k
-		})
+		p, err := s.runJob(ctx, j)
 		if p.Count > 0 {
 			out = append(out, p)
 		}
@@ -115,6 +72,69 @@ func (s *Site) prune(ctx context.Context, now time.Time) ([]Pruned, error) {
 	return out, nil
 }
 
+// pruneJob is the deletion of one kind of history before its floor.
+type pruneJob struct {
+	what   string
+	name   []byte
+	end    []byte // delete keys before this
+	prefix int    // key bytes that name one minute, hour or day
+	unit   func(k []byte) time.Time
+	keep   time.Duration
+}
+
+// pruneJobs returns what retention r expires, as of the floors f.
+func (s *Site) pruneJobs(f floors, r Retention) []pruneJob {
+	var jobs []pruneJob
+	if f.minute > 0 {
+		jobs = append(jobs, pruneJob{"minutes", bucketMinutes, u64(uint64(f.minute)), 8, minuteTime, r.Minutes})
+	}
+	if f.hour > 0 {
+		jobs = append(jobs, pruneJob{"hours", bucketHours, u64(uint64(f.hour)), 8, hourTime, r.Hours},
+			pruneJob{"per-day page counts", bucketDayPaths, dayBytes(f.dayPaths), 4, s.dayTime, r.Hours})
+	}
+	if f.day > 0 {
+		jobs = append(jobs, pruneJob{"days", bucketDays, dayBytes(f.day), 4, s.dayTime, r.Days})
+	}
+	return jobs
+}
+
+// tidy does what pruning does before it deletes: it compacts the path log,
+// folds the days before now's into the all-time path totals, and drops the
+// exact visitor sets of minutes further than ExactVisitorsSpan behind the
+// newest.
+func (s *Site) tidy(ctx context.Context, now time.Time) error {
+	if err := s.compact(ctx); err != nil {
+		return err
+	}
+	if err := s.foldDays(dayKey(now, s.loc)); err != nil {
+		return err
+	}
+	last, ok, err := s.Last()
+	if err != nil || !ok {
+		return err
+	}
+	_, err = s.compactVisitors(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now)
+	return err
+}
+
+// runJob deletes what j expires, and says what it deleted.
+func (s *Site) runJob(ctx context.Context, j pruneJob) (Pruned, error) {
+	p := Pruned{Site: s.name, What: j.what, KeptFrom: j.unit(j.end), Keep: j.keep}
+	var prev []byte
+	_, err := s.deleteAllBefore(ctx, j.name, j.end, nil, func(k []byte) {
+		if prev != nil && bytes.Equal(prev[:j.prefix], k[:j.prefix]) {
+			return
+		}
+		if p.Count == 0 {
+			p.From = j.unit(k)
+		}
+		p.Count++
+		p.To = j.unit(k)
+		prev = k
+	})
+	return p, err
+}
+
 // deleteBefore deletes up to pruneBatch keys before end from a site bucket,
 // passing over those keep says to keep (keep may be nil), and calls deleted
 // (if not nil) with each key it deleted, in order, once they are. Keys are
@@ -123,7 +143,7 @@ func (s *Site) prune(ctx context.Context, now time.Time) ([]Pruned, error) {
 func (s *Site) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted func(k []byte)) (int, error) {
 	n := 0
 	var keys [][]byte
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.st.update(func(tx *bolt.Tx) error {
 		b := s.bucket(tx, name)
 		keys = keys[:0]
 		c := b.Cursor()

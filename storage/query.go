@@ -13,7 +13,7 @@ import (
 // Minutes returns the stored minutes in [from, to], oldest first.
 func (s *Site) Minutes(from, to time.Time) ([]logtally.Bucket, error) {
 	var out []logtally.Bucket
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.st.view(func(tx *bolt.Tx) error {
 		return scan(s.bucket(tx, bucketMinutes), minuteKey(from), minuteKey(to), false,
 			func(k []byte, r *record) {
 				out = append(out, logtally.Bucket{Time: minuteTime(k), Counts: r.Counts})
@@ -37,7 +37,7 @@ func scan(b *bolt.Bucket, lo, hi []byte, withSketch bool, fn func(k []byte, r *r
 
 // Last returns the start of the newest stored minute, and whether there is one.
 func (s *Site) Last() (t time.Time, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.st.view(func(tx *bolt.Tx) error {
 		k, _ := s.bucket(tx, bucketMinutes).Cursor().Last()
 		if k != nil {
 			t, ok = minuteTime(k), true
@@ -58,108 +58,150 @@ func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 	if to.Before(from) {
 		return out, nil
 	}
-	var starts []time.Time
-	switch step {
-	case 24 * time.Hour:
-		loc := s.loc
-		y, m, d := from.In(loc).Date()
-		for t := time.Date(y, m, d, 0, 0, 0, 0, loc); !t.After(to); t = t.AddDate(0, 0, 1) {
-			if len(starts) == logtally.MaxPoints {
-				return out, logtally.ErrTooManyPoints
-			}
-			starts = append(starts, t)
-		}
-	default:
-		if step <= 0 || step > time.Hour {
-			return out, fmt.Errorf("step %s: %w", step, logtally.ErrTooManyPoints)
-		}
-		first := from.Truncate(step)
-		if n := to.Sub(first)/step + 1; n > logtally.MaxPoints {
-			return out, logtally.ErrTooManyPoints
-		}
-		for t := first; !t.After(to); t = t.Add(step) {
-			starts = append(starts, t)
-		}
+	starts, err := s.seriesStarts(from, to, step)
+	if err != nil {
+		return out, err
 	}
 	out.Points = make([]logtally.Point, len(starts))
 	for i, t := range starts {
 		out.Points[i].Time = t.UTC()
 	}
-	index := func(t time.Time) int { // the last step starting at or before t
-		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
-	}
-	name, lo, hi := bucketMinutes, minuteKey(starts[0]), minuteKey(to)
-	keyTime := minuteTime
-	switch step {
-	case time.Hour:
-		name, lo, hi = bucketHours, hourKey(starts[0]), hourKey(to)
-		keyTime = hourTime
-	case 24 * time.Hour:
-		loc := s.loc
-		name, lo, hi = bucketDays, dayKey(starts[0], loc), dayKey(to, loc)
-		keyTime = func(k []byte) time.Time { return dayStart(k, loc) }
-	}
-	// Steps of several minutes merge their minutes' sketches; a minute
-	// step and the hours and days hold their own visitors.
-	merge := step != time.Minute && bytes.Equal(name, bucketMinutes)
-	var u union
-	at := -1 // the step u holds the sketches of
-	flush := func() error {
-		n, ok, err := u.estimate()
-		if ok {
-			out.Points[at].Visitors = n
-			out.Approximate = true
-		}
-		return err
-	}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	src := s.seriesSource(step, starts[0], to)
+	err = s.st.view(func(tx *bolt.Tx) error {
 		if t, ok := s.keptFromStep(tx, step); ok {
 			out.KeptFrom = t
 		}
-		c := s.bucket(tx, name).Cursor()
-		for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
-			var r record
-			sk, err := r.decodeCounts(v)
-			if err != nil {
-				return fmt.Errorf("key %x: %w", k, err)
-			}
-			i := index(keyTime(k))
-			if i < 0 {
-				continue
-			}
-			p := &out.Points[i]
-			p.Requests += r.Requests
-			p.PageViews += r.PageViews
-			p.Bytes += r.Bytes
-			for c, n := range r.Status {
-				p.Status[c] += n
-			}
-			out.Approximate = out.Approximate || r.Approximate
-			if !merge {
-				p.Visitors += r.Visitors
-				continue
-			}
-			if i != at && at >= 0 {
-				if err := flush(); err != nil {
-					return fmt.Errorf("key %x: %w", k, err)
-				}
-			}
-			at = i
-			if len(sk) > 0 {
-				if err := u.add(sk); err != nil {
-					return fmt.Errorf("key %x: %w", k, err)
-				}
-			}
-		}
-		if at >= 0 {
-			return flush()
-		}
-		return nil
+		return src.fill(s.bucket(tx, src.bucket), starts, &out)
 	})
 	if err != nil {
 		return logtally.Series{Step: step}, err
 	}
 	return out, nil
+}
+
+// seriesStarts returns the start of every step of a series, at most
+// logtally.MaxPoints of them: days in the store's zone, shorter steps
+// truncated from the Unix epoch.
+func (s *Site) seriesStarts(from, to time.Time, step time.Duration) ([]time.Time, error) {
+	var starts []time.Time
+	if step == 24*time.Hour {
+		y, m, d := from.In(s.loc).Date()
+		for t := time.Date(y, m, d, 0, 0, 0, 0, s.loc); !t.After(to); t = t.AddDate(0, 0, 1) {
+			if len(starts) == logtally.MaxPoints {
+				return nil, logtally.ErrTooManyPoints
+			}
+			starts = append(starts, t)
+		}
+		return starts, nil
+	}
+	if step <= 0 || step > time.Hour {
+		return nil, fmt.Errorf("step %s: %w", step, logtally.ErrTooManyPoints)
+	}
+	first := from.Truncate(step)
+	if n := to.Sub(first)/step + 1; n > logtally.MaxPoints {
+		return nil, logtally.ErrTooManyPoints
+	}
+	for t := first; !t.After(to); t = t.Add(step) {
+		starts = append(starts, t)
+	}
+	return starts, nil
+}
+
+// seriesSource is where the points of a series are read from.
+type seriesSource struct {
+	bucket  []byte // minutes, hours or days
+	lo, hi  []byte // its keys in [lo, hi]
+	keyTime func(k []byte) time.Time
+	// merge says that a step holds several minutes, whose sketches it
+	// merges; a minute step and the hours and days hold their own
+	// visitors.
+	merge bool
+}
+
+// seriesSource returns where a series of step from first to to is read.
+func (s *Site) seriesSource(step time.Duration, first, to time.Time) seriesSource {
+	switch step {
+	case time.Hour:
+		return seriesSource{bucket: bucketHours, lo: hourKey(first), hi: hourKey(to), keyTime: hourTime}
+	case 24 * time.Hour:
+		return seriesSource{bucket: bucketDays, lo: dayKey(first, s.loc), hi: dayKey(to, s.loc), keyTime: s.dayTime}
+	}
+	return seriesSource{bucket: bucketMinutes, lo: minuteKey(first), hi: minuteKey(to), keyTime: minuteTime,
+		merge: step != time.Minute}
+}
+
+// fill adds the records of b in the source's range to the points of out,
+// whose steps start at starts.
+func (src seriesSource) fill(b *bolt.Bucket, starts []time.Time, out *logtally.Series) error {
+	index := func(t time.Time) int { // the last step starting at or before t
+		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
+	}
+	visitors := stepVisitors{at: -1}
+	c := b.Cursor()
+	for k, v := c.Seek(src.lo); k != nil && bytes.Compare(k, src.hi) <= 0; k, v = c.Next() {
+		var r record
+		sk, err := r.decodeCounts(v)
+		if err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		i := index(src.keyTime(k))
+		if i < 0 {
+			continue
+		}
+		p := &out.Points[i]
+		p.Requests += r.Requests
+		p.PageViews += r.PageViews
+		p.Bytes += r.Bytes
+		for c, n := range r.Status {
+			p.Status[c] += n
+		}
+		out.Approximate = out.Approximate || r.Approximate
+		if !src.merge {
+			p.Visitors += r.Visitors
+			continue
+		}
+		if err := visitors.add(out, i, sk); err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+	}
+	return visitors.flush(out)
+}
+
+// stepVisitors merges the sketches of the minutes of a step, steps in
+// order, to estimate each step's visitors.
+type stepVisitors struct {
+	u  union
+	at int // the step u holds the sketches of; -1: none yet
+}
+
+// add adds a minute's sketch (its binary form, empty if it has none) to
+// step i, estimating the visitors of the step before once i has moved
+// past it.
+func (sv *stepVisitors) add(out *logtally.Series, i int, sk []byte) error {
+	if i != sv.at && sv.at >= 0 {
+		if err := sv.flush(out); err != nil {
+			return err
+		}
+	}
+	sv.at = i
+	if len(sk) > 0 {
+		return sv.u.add(sk)
+	}
+	return nil
+}
+
+// flush sets the visitors of the step the sketches are of to their
+// estimate.
+func (sv *stepVisitors) flush(out *logtally.Series) error {
+	if sv.at < 0 {
+		return nil
+	}
+	n, ok, err := sv.u.estimate()
+	if ok {
+		out.Points[sv.at].Visitors = n
+		out.Approximate = true
+	}
+	return err
 }
 
 // PathCounts returns the stored page views of each path on the day that
@@ -171,70 +213,80 @@ func (s *Site) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, 
 		out[i].Path = p
 	}
 	dk := dayKey(day, s.loc)
-	var floor uint32
-	// The path log's counts are paired with the file the transaction sees;
-	// if they have moved past it, a newer transaction is opened.
-	var tx *bolt.Tx
-	var folded uint32
-	for {
-		var err error
-		if tx, err = s.db.Begin(false); err != nil {
-			return nil, err
-		}
+	var folded uint32 // the last day folded into the all-time shards
+	err := s.pathsView(func(tx *bolt.Tx) bool {
 		folded = uint32Key(s.bucket(tx, bucketCounters).Get(keyFolded))
-		floor = s.floors(tx).dayPaths
-		inStep := s.log.counts(tx.ID(), paths, func(i int, d uint32, n int64) {
-			if d >= floor || d <= folded { // as compaction will count it
-				out[i].Total += n
-			}
-			if d == uint32Key(dk) && d >= floor {
-				out[i].Day += n
-			}
-		})
-		if inStep {
-			break
-		}
-		tx.Rollback()
+		return s.addPending(tx, paths, uint32Key(dk), folded, out)
+	}, func(tx *bolt.Tx) error {
+		return s.addShards(tx, paths, dk, folded, out)
+	})
+	if err != nil {
+		return nil, err
 	}
-	defer tx.Rollback()
+	return out, nil
+}
 
+// addPending adds to out what the path log holds of paths (by index), as
+// compaction will count it, and reports whether the log's counts were in
+// step with tx (see pathLog.counts).
+func (s *Site) addPending(tx *bolt.Tx, paths []string, day, folded uint32, out []logtally.PathCount) bool {
+	floor := s.floors(tx).dayPaths
+	return s.log.counts(tx.ID(), paths, func(i int, d uint32, n int64) {
+		if d >= floor || d <= folded {
+			out[i].Total += n
+		}
+		if d == day && d >= floor {
+			out[i].Day += n
+		}
+	})
+}
+
+// addShards adds to out the page views that the shards hold of paths (by
+// index): all-time, on the days not folded into it yet, and on the day dk.
+func (s *Site) addShards(tx *bolt.Tx, paths []string, dk []byte, folded uint32, out []logtally.PathCount) error {
 	pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
-	// Days not folded into the all-time shards yet; usually today alone.
-	var unfolded [][]byte
+	unfolded := unfoldedDays(dpb, folded)
+	for i, p := range paths {
+		n, err := lookupShard(pb, allTimePrefix, p)
+		if err != nil {
+			return err
+		}
+		out[i].Total += n
+		for _, d := range unfolded {
+			n, err := lookupShard(dpb, d, p)
+			if err != nil {
+				return err
+			}
+			out[i].Total += n
+		}
+		n, err = lookupShard(dpb, dk, p)
+		if err != nil {
+			return err
+		}
+		out[i].Day += n
+	}
+	return nil
+}
+
+// unfoldedDays returns the days with shards in dpb after folded, which are
+// not in the all-time shards yet: usually today alone.
+func unfoldedDays(dpb *bolt.Bucket, folded uint32) [][]byte {
+	var days [][]byte
 	c := dpb.Cursor()
 	start := []byte{}
 	if folded != 0 {
 		start = dayBytes(folded + 1)
 	}
 	for k, _ := c.Seek(start); k != nil; k, _ = c.Seek(nextDayKey(k)) {
-		unfolded = append(unfolded, bytes.Clone(k[:4]))
+		days = append(days, bytes.Clone(k[:4]))
 	}
-	for i, p := range paths {
-		n, err := lookupShard(pb, allTimePrefix, p)
-		if err != nil {
-			return nil, err
-		}
-		out[i].Total += n
-		for _, d := range unfolded {
-			n, err := lookupShard(dpb, d, p)
-			if err != nil {
-				return nil, err
-			}
-			out[i].Total += n
-		}
-		n, err = lookupShard(dpb, dk, p)
-		if err != nil {
-			return nil, err
-		}
-		out[i].Day += n
-	}
-	return out, nil
+	return days
 }
 
 // WindowSeconds returns the stored live-window seconds in [from, to].
 func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 	var out []logtally.Second
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.st.view(func(tx *bolt.Tx) error {
 		c := s.bucket(tx, bucketSeconds).Cursor()
 		hi := u64(uint64(to))
 		for k, v := c.Seek(u64(uint64(from))); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
@@ -253,7 +305,7 @@ func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 // MinuteVisitors returns the exact visitor set stored for a minute, if it is
 // still kept.
 func (s *Site) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.st.view(func(tx *bolt.Tx) error {
 		v := s.bucket(tx, bucketVisitors).Get(minuteKey(minute))
 		if v == nil {
 			return nil

@@ -123,11 +123,7 @@ func (s *Store) settleRetention(tx *bolt.Tx) error {
 				heldBy[i] = append(heldBy[i], si.wouldDelete(tx, i, a[i], st[i], ref, ok)...)
 			}
 		}
-		var b []byte
-		for _, t := range kept {
-			b = binary.BigEndian.AppendUint64(b, uint64(t))
-		}
-		if err := si.bucket(tx, bucketCounters).Put(keyKeptFrom, b); err != nil {
+		if err := si.bucket(tx, bucketCounters).Put(keyKeptFrom, encodeKeptFrom(kept)); err != nil {
 			return err
 		}
 	}
@@ -268,6 +264,15 @@ func (s *Site) keptFrom(tx *bolt.Tx) [3]int64 {
 	return out
 }
 
+// encodeKeptFrom encodes keptFrom's value: 3 x uint64 unix seconds.
+func encodeKeptFrom(kept [3]int64) []byte {
+	b := make([]byte, 0, 24)
+	for _, t := range kept {
+		b = binary.BigEndian.AppendUint64(b, uint64(t))
+	}
+	return b
+}
+
 // floors are the oldest minute, hour and days that retention keeps; older
 // ones are expired. Zero means none is.
 type floors struct {
@@ -348,12 +353,8 @@ func (s *Site) upgradeRetention(tx *bolt.Tx) error {
 			kept[i] = s.dayTime(k).Unix()
 		}
 	}
-	var b []byte
-	for _, t := range kept {
-		b = binary.BigEndian.AppendUint64(b, uint64(t))
-	}
 	counters := s.bucket(tx, bucketCounters)
-	if err := counters.Put(keyKeptFrom, b); err != nil {
+	if err := counters.Put(keyKeptFrom, encodeKeptFrom(kept)); err != nil {
 		return err
 	}
 	if t, ok := s.newest(tx); ok {
@@ -366,7 +367,7 @@ func (s *Site) upgradeRetention(tx *bolt.Tx) error {
 // which history is held whole, and false when all of it is: steps before
 // it were pruned, or never stored, under the retention.
 func (s *Site) KeptFrom(step time.Duration) (t time.Time, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.st.view(func(tx *bolt.Tx) error {
 		t, ok = s.keptFromStep(tx, step)
 		return nil
 	})

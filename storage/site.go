@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -45,20 +46,28 @@ func (s *Site) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
 	return tx.Bucket(bucketSites).Bucket(s.key).Bucket(name)
 }
 
+// siteSet is the store's sites by name. A site is added, by its writer,
+// once the transaction that created its buckets has committed; Open adds
+// the file's before the store is used.
+type siteSet struct {
+	mu sync.RWMutex
+	m  map[string]*Site
+}
+
 // Site returns the site called name, and false when the store holds none.
 func (s *Store) Site(name string) (*Site, bool) {
-	s.sitesMu.RLock()
-	defer s.sitesMu.RUnlock()
-	si, ok := s.sites[name]
+	s.sites.mu.RLock()
+	defer s.sites.mu.RUnlock()
+	si, ok := s.sites.m[name]
 	return si, ok
 }
 
 // Sites returns the names of the stored sites, sorted.
 func (s *Store) Sites() []string {
-	s.sitesMu.RLock()
-	defer s.sitesMu.RUnlock()
-	names := make([]string, 0, len(s.sites))
-	for name := range s.sites {
+	s.sites.mu.RLock()
+	defer s.sites.mu.RUnlock()
+	names := make([]string, 0, len(s.sites.m))
+	for name := range s.sites.m {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -67,10 +76,10 @@ func (s *Store) Sites() []string {
 
 // siteList returns the stored sites, sorted by name.
 func (s *Store) siteList() []*Site {
-	s.sitesMu.RLock()
-	defer s.sitesMu.RUnlock()
-	out := make([]*Site, 0, len(s.sites))
-	for _, si := range s.sites {
+	s.sites.mu.RLock()
+	defer s.sites.mu.RUnlock()
+	out := make([]*Site, 0, len(s.sites.m))
+	for _, si := range s.sites.m {
 		out = append(out, si)
 	}
 	slices.SortFunc(out, func(a, b *Site) int { return cmp.Compare(a.name, b.name) })
@@ -80,9 +89,9 @@ func (s *Store) siteList() []*Site {
 // addSite makes a site whose buckets have committed visible to readers.
 // The caller holds writeMu.
 func (s *Store) addSite(si *Site) {
-	s.sitesMu.Lock()
-	s.sites[si.name] = si
-	s.sitesMu.Unlock()
+	s.sites.mu.Lock()
+	s.sites.m[si.name] = si
+	s.sites.mu.Unlock()
 }
 
 // CopySite copies every bucket of site from into a new site to, in one
@@ -116,7 +125,7 @@ func (s *Store) CopySite(from, to string) (copied bool, err error) {
 		return false, fmt.Errorf("copy site %s to %s: %w", from, to, err)
 	}
 	si := s.newSite(to)
-	if err := s.db.View(func(tx *bolt.Tx) error { return si.log.load(tx, si.bucket(tx, bucketPathLog)) }); err != nil {
+	if err := s.view(func(tx *bolt.Tx) error { return si.log.load(tx, si.bucket(tx, bucketPathLog)) }); err != nil {
 		return false, fmt.Errorf("copy site %s to %s: %w", from, to, err)
 	}
 	s.addSite(si)

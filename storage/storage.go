@@ -210,12 +210,9 @@ type Store struct {
 	// commit's minutes (see prepareMinutes), which hold no lock.
 	prepPool sync.Pool
 
-	// sitesMu guards sites: a site is added, by its writer, once the
-	// transaction that created its buckets has committed.
-	sitesMu sync.RWMutex
-	sites   map[string]*Site
-	def     *Site         // logtally.DefaultSite, which every file has
-	wake    chan struct{} // asks RunPruner for a compaction (see pathLog.askCompaction)
+	sites siteSet
+	def   *Site         // logtally.DefaultSite, which every file has
+	wake  chan struct{} // asks RunPruner for a compaction (see pathLog.askCompaction)
 
 	held []Held // spans kept longer than asked, decided at Open
 
@@ -223,9 +220,14 @@ type Store struct {
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
-// retention follows; nil means time.Now. An existing file is checked first
-// (see Check): a damaged one is refused with a *DamageError, and one that
-// another process has open with ErrLocked, within a second.
+// retention follows; nil means time.Now. Open reads little of an existing
+// file, so that a start costs about the same whatever the file's size:
+// bbolt's header pages and free list (see preflight.go), the sites'
+// buckets and their path logs. A file damaged there is refused with a
+// *DamageError; a page damaged elsewhere makes the query or the commit
+// that first reads it fail with one (see guarded), and Check finds it. A
+// file that another process has open is refused with ErrLocked, within a
+// second.
 func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -249,7 +251,7 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	db.AllocSize = allocSize
 	s := newStore(cfg, loc, now, db)
 	s.file, s.commit = file, (*bolt.Tx).Commit
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		if err := s.init(tx); err != nil {
 			return err
 		}
@@ -259,7 +261,12 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 		return s.openOutbox(tx)
 	})
 	if err == nil {
-		err = db.View(s.loadLogs)
+		err = s.view(s.loadLogs)
+	}
+	var damage *DamageError
+	if errors.As(err, &damage) {
+		db.Close()
+		return nil, err
 	}
 	if err != nil {
 		db.Close()
@@ -269,7 +276,7 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 }
 
 func newStore(cfg Config, loc *time.Location, now func() time.Time, db *bolt.DB) *Store {
-	return &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, sites: make(map[string]*Site),
+	return &Store{cfg: cfg.withDefaults(), loc: loc, now: now, db: db, sites: siteSet{m: make(map[string]*Site)},
 		wake: make(chan struct{}, 1)}
 }
 
@@ -279,16 +286,16 @@ func (s *Store) addSites(tx *bolt.Tx) {
 	tx.Bucket(bucketSites).ForEach(func(k, v []byte) error {
 		if v == nil {
 			si := s.newSite(string(k))
-			s.sites[si.name] = si
+			s.sites.m[si.name] = si
 		}
 		return nil
 	})
-	s.def = s.sites[logtally.DefaultSite]
+	s.def = s.sites.m[logtally.DefaultSite]
 }
 
 // loadLogs rebuilds every site's path log from the file.
 func (s *Store) loadLogs(tx *bolt.Tx) error {
-	for _, si := range s.sites {
+	for _, si := range s.sites.m {
 		lb := si.bucket(tx, bucketPathLog)
 		if lb == nil {
 			continue // a version 1 file, read only
@@ -303,7 +310,7 @@ func (s *Store) loadLogs(tx *bolt.Tx) error {
 // init checks the schema of an existing file, or lays out a new one.
 func (s *Store) init(tx *bolt.Tx) error {
 	if meta := tx.Bucket(bucketMeta); meta != nil {
-		version, err := s.check(tx)
+		version, err := s.readSchema(tx)
 		if err != nil {
 			return err
 		}
@@ -371,8 +378,8 @@ func createSite(tx *bolt.Tx, name string) error {
 	return nil
 }
 
-// check reads the schema version and the salt of an existing file.
-func (s *Store) check(tx *bolt.Tx) (version uint64, err error) {
+// readSchema reads the schema version and the salt of an existing file.
+func (s *Store) readSchema(tx *bolt.Tx) (version uint64, err error) {
 	meta := tx.Bucket(bucketMeta)
 	v := meta.Get(keySchema)
 	if len(v) == 8 {
@@ -425,11 +432,11 @@ func OpenReadOnly(cfg Config, timeout time.Duration) (*Store, error) {
 		return nil, err
 	}
 	s := newStore(cfg, loc, time.Now, db)
-	err = db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketMeta) == nil {
 			return fmt.Errorf("%w: no schema version", ErrSchema)
 		}
-		if _, err := s.check(tx); err != nil {
+		if _, err := s.readSchema(tx); err != nil {
 			return err
 		}
 		if v := tx.Bucket(bucketMeta).Get(keyRetention); v != nil {
@@ -458,7 +465,7 @@ func (s *Store) Salt() uint64 { return s.salt }
 // Position returns the committed read offset of a file, and whether there is
 // one.
 func (s *Store) Position(file string) (offset int64, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketPositions).Get([]byte(file))
 		if v == nil {
 			return nil
@@ -479,7 +486,7 @@ func (s *Store) Position(file string) (offset int64, ok bool, err error) {
 // away before it could be read) from an archive (older) by, after a run
 // that was stopped before it committed.
 func (s *Store) StreamSince(path string) (since time.Time, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketPositions).Get(streamKey(path))
 		if v == nil {
 			return nil
@@ -498,7 +505,7 @@ func (s *Store) StreamSince(path string) (since time.Time, ok bool, err error) {
 // the file that starts it, so that whatever is counted of the stream, a
 // restart knows where the stream starts.
 func (s *Store) SetStreamSince(path string, since time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPositions).Put(streamKey(path), u64(uint64(since.UnixNano())))
 	})
 }
@@ -515,7 +522,7 @@ type Space struct {
 // Space reports how the file's room is used.
 func (s *Store) Space() (Space, error) {
 	var sp Space
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		sp.File = tx.Size()
 		return nil
 	})
