@@ -330,13 +330,11 @@ func checkAgainstTruth(t *testing.T, s *Store, lines []line) {
 // brute-force count: a visitor seen by several nodes counts once in a
 // minute, an hour, a day and the live window.
 func TestApplyMatchesBruteForce(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
 	for i, tz := range []string{"UTC", "Asia/Kolkata"} {
 		t.Run(tz, func(t *testing.T) {
-			url, err := srv.CreateDatabase(testContext(t), fmt.Sprintf("brute%d", i))
-			if err != nil {
-				t.Fatal(err)
-			}
+			t.Parallel()
+			url := pgtest.Database(t)
 			w := generate(rand.New(rand.NewPCG(uint64(i), 7)), 3, 6, 400)
 			stores := make([]*Store, 3)
 			for n := range stores {
@@ -381,9 +379,9 @@ func TestApplyMatchesBruteForce(t *testing.T) {
 // acknowledged and changes nothing, one beyond the next is ErrGap and
 // changes nothing, and each node has its own cursor.
 func TestApplyDuplicateAndGap(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
 	ctx := testContext(t)
-	s := open(t, srv.URL(), "a", time.Unix(t0+3600, 0))
+	s := open(t, pgtest.Database(t), "a", time.Unix(t0+3600, 0))
 	w := generate(rand.New(rand.NewPCG(1, 1)), 2, 3, 50)
 	for i, b := range w.batches[0][:2] {
 		if applied, err := s.Apply(ctx, "a", uint64(i+1), b); !applied || err != nil {
@@ -456,8 +454,8 @@ func snapshotTables(t *testing.T, s *Store) map[string]string {
 // TestApplyDecodedBatches ships batches the way the outbox will: encoded
 // when committed locally, decoded by the shipper. The fleet counts the same.
 func TestApplyDecodedBatches(t *testing.T) {
-	srv := pgtest.Start(t)
-	s := open(t, srv.URL(), "a", time.Unix(t0+3600, 0))
+	t.Parallel()
+	s := open(t, pgtest.Database(t), "a", time.Unix(t0+3600, 0))
 	w := generate(rand.New(rand.NewPCG(81, 82)), 2, 3, 400)
 	for n, bs := range w.batches {
 		for i, b := range bs {

@@ -14,6 +14,10 @@ import (
 	"github.com/logtally/logtally/internal/pgtest"
 )
 
+// TestMain stops the PostgreSQL server the tests share (pgtest.Database)
+// after them.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -37,6 +41,7 @@ func open(t testing.TB, url, node string, now time.Time) *Store {
 }
 
 func TestConfigFlags(t *testing.T) {
+	t.Parallel()
 	fs := flag.NewFlagSet("logtally", flag.ContinueOnError)
 	var c Config
 	c.RegisterFlags(fs)
@@ -75,7 +80,8 @@ func TestConfigFlags(t *testing.T) {
 // once and again: the schema is created once, the salt is the same for
 // everyone, and the version is recorded.
 func TestOpenCreatesSchemaOnce(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
+	url := pgtest.Database(t)
 	ctx := testContext(t)
 	const n = 4
 	stores := make([]*Store, n)
@@ -84,7 +90,7 @@ func TestOpenCreatesSchemaOnce(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			cfg := DefaultConfig()
-			cfg.URL, cfg.Node = srv.URL(), "node"
+			cfg.URL, cfg.Node = url, "node"
 			stores[i], errs[i] = Open(ctx, cfg, discard())
 		})
 	}
@@ -95,7 +101,7 @@ func TestOpenCreatesSchemaOnce(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	again := open(t, srv.URL(), "late", time.Now())
+	again := open(t, url, "late", time.Now())
 	for i, s := range append(stores, again) {
 		if s.Salt() != stores[0].Salt() {
 			t.Errorf("store %d: salt %x, want %x", i, s.Salt(), stores[0].Salt())
@@ -120,24 +126,25 @@ func TestOpenCreatesSchemaOnce(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	srv := pgtest.Start(t)
-	s := open(t, srv.URL(), "a", time.Now())
+	t.Parallel()
+	url := pgtest.Database(t)
+	s := open(t, url, "a", time.Now())
 	ctx := testContext(t)
 	if _, err := s.pool.Exec(ctx, "INSERT INTO logtally.schema_version (version) VALUES ($1)", SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.URL, cfg.Node = srv.URL(), "b"
+	cfg.URL, cfg.Node = url, "b"
 	if _, err := Open(ctx, cfg, discard()); !errors.Is(err, ErrSchema) {
 		t.Errorf("Open = %v, want ErrSchema", err)
 	}
 }
 
 func TestOpenKeepsFleetZone(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
 	ctx := testContext(t)
 	cfg := DefaultConfig()
-	cfg.URL, cfg.Node, cfg.TZ = srv.URL(), "a", "Europe/Paris"
+	cfg.URL, cfg.Node, cfg.TZ = pgtest.Database(t), "a", "Europe/Paris"
 	first, err := Open(ctx, cfg, discard())
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +162,7 @@ func TestOpenKeepsFleetZone(t *testing.T) {
 }
 
 func TestOpenUnreachable(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.URL, cfg.Node = "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2", "a"
 	_, err := Open(testContext(t), cfg, discard())

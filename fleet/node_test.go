@@ -54,8 +54,9 @@ func shippedAll(n *Node, committed int) bool {
 // through a proxy that loses COMMIT replies: every batch counts exactly
 // once, and each node's outbox ends empty.
 func TestNodeShipsOutboxExactlyOnce(t *testing.T) {
-	srv := pgtest.Start(t)
-	proxy := srv.Proxy(t)
+	t.Parallel()
+	url := pgtest.Database(t)
+	proxy := pgtest.NewProxy(t, url)
 	w := generate(rand.New(rand.NewPCG(51, 52)), 3, 10, 400)
 	locals := make([]*storage.Store, 3)
 	for i := range locals {
@@ -88,18 +89,22 @@ func TestNodeShipsOutboxExactlyOnce(t *testing.T) {
 		dups += n.Stats().Duplicates
 		failures += n.Stats().Failures
 	}
-	poll.Until(t, "three lost replies", func() bool { return proxy.Lost() == 3 })
+	if err := proxy.AwaitLost(testContext(t), 3); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("%d replies lost, %d failures retried, %d duplicates", proxy.Lost(), failures, dups)
-	checkShipped(t, open(t, srv.URL(), "reader", time.Unix(t0+3600, 0)), w)
+	checkShipped(t, open(t, url, "reader", time.Unix(t0+3600, 0)), w)
 	poll.Until(t, "a view", func() bool { return nodes[0].Current() != nil })
 }
 
 // TestNodeResync starts nodes whose outboxes disagree with the fleet's
 // cursor in each way that can happen.
 func TestNodeResync(t *testing.T) {
-	srv := pgtest.Start(t)
-	w := generate(rand.New(rand.NewPCG(61, 62)), 1, 4, 100)
-	fill := func(t *testing.T, s *storage.Store) {
+	t.Parallel()
+	// Each case has a workload of its own (the same one): the cases run in
+	// parallel, and a local commit sorts a batch's visitors in place.
+	work := func() *workload { return generate(rand.New(rand.NewPCG(61, 62)), 1, 4, 100) }
+	fill := func(t *testing.T, s *storage.Store, w *workload) {
 		for _, b := range w.batches[0] {
 			if err := s.Commit(b); err != nil {
 				t.Fatal(err)
@@ -108,7 +113,7 @@ func TestNodeResync(t *testing.T) {
 	}
 	// applyDirect applies batches 1..n as a node that died before it
 	// deleted them from its outbox would have.
-	applyDirect := func(t *testing.T, url, node string, n int) {
+	applyDirect := func(t *testing.T, url, node string, n int, w *workload) {
 		s := open(t, url, node, time.Unix(t0+3600, 0))
 		for i, b := range w.batches[0][:n] {
 			if _, err := s.Apply(testContext(t), node, uint64(i+1), b); err != nil {
@@ -117,10 +122,12 @@ func TestNodeResync(t *testing.T) {
 		}
 	}
 	t.Run("acknowledgement lost", func(t *testing.T) {
-		url, _ := srv.CreateDatabase(testContext(t), "lost")
+		t.Parallel()
+		url := pgtest.Database(t)
+		w := work()
 		local := localStore(t)
-		fill(t, local)
-		applyDirect(t, url, nodeName(0), 3)
+		fill(t, local, w)
+		applyDirect(t, url, nodeName(0), 3, w)
 		n := startNode(t, url, nodeName(0), local)
 		poll.Until(t, "shipping", func() bool { return shippedAll(n, 4) })
 		if st := n.Stats(); st.Duplicates != 3 || st.Applied != 1 {
@@ -135,24 +142,28 @@ func TestNodeResync(t *testing.T) {
 		}
 	}
 	t.Run("gap", func(t *testing.T) {
-		url, _ := srv.CreateDatabase(testContext(t), "gap")
+		t.Parallel()
+		url := pgtest.Database(t)
 		local := localStore(t)
-		fill(t, local)
+		fill(t, local, work())
 		local.Outbox().Delete(2) // lost from the fleet database after it acknowledged them
 		stopped(t, startNode(t, url, "a", local), ErrGap)
 	})
 	t.Run("name reused", func(t *testing.T) {
-		url, _ := srv.CreateDatabase(testContext(t), "reused")
-		applyDirect(t, url, "a", 4)
+		t.Parallel()
+		url := pgtest.Database(t)
+		w := work()
+		applyDirect(t, url, "a", 4, w)
 		local := localStore(t)
 		local.Commit(w.batches[0][0])
 		stopped(t, startNode(t, url, "a", local), ErrNodeReused)
 	})
 	t.Run("salt changed", func(t *testing.T) {
-		url, _ := srv.CreateDatabase(testContext(t), "salt")
+		t.Parallel()
+		url := pgtest.Database(t)
 		local := localStore(t)
 		local.Outbox().SetSalt(1)
-		fill(t, local)
+		fill(t, local, work())
 		stopped(t, startNode(t, url, "a", local), ErrSaltChanged)
 	})
 }
@@ -161,7 +172,8 @@ func TestNodeResync(t *testing.T) {
 // fleet database while it is down: Salt waits, and returns the fleet's salt
 // once the database is back, and a later start finds it cached.
 func TestNodeFirstStartWaitsForSalt(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
+	srv := pgtest.Start(t) // its own: the test stops it
 	want := open(t, srv.URL(), "first", time.Unix(t0, 0)).Salt()
 	srv.Stop()
 	local := localStore(t)
@@ -199,6 +211,7 @@ func TestNodeFirstStartWaitsForSalt(t *testing.T) {
 // TestNodeHistoryBeforeConnecting: the API's history reads say so, rather
 // than wait, before the database is reached.
 func TestNodeHistoryBeforeConnecting(t *testing.T) {
+	t.Parallel()
 	n := NewNode(Config{URL: "postgres://127.0.0.1:1/x", Node: "a"}, nil, discard(), nil)
 	if _, err := n.Series(time.Unix(t0, 0), time.Unix(t0+60, 0), time.Minute); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Series = %v", err)

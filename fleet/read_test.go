@@ -38,7 +38,8 @@ func waitUpdate(t *testing.T, ch <-chan struct{}) {
 // window and recent series, keeps the last View while PostgreSQL is down,
 // says why, and recovers.
 func TestRefresherPublishes(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
+	srv := pgtest.Start(t) // its own: the test stops it
 	now := time.Unix(t0+600, 0)
 	cfg := DefaultConfig()
 	cfg.URL, cfg.Node, cfg.Refresh = srv.URL(), "a", 10*time.Millisecond
@@ -98,8 +99,8 @@ func TestRefresherPublishes(t *testing.T) {
 // its visitors are left out and the buckets say approximate, while the
 // other counts are exact.
 func TestApplyLateBatchAfterVisitorSpan(t *testing.T) {
-	srv := pgtest.Start(t)
-	s := open(t, srv.URL(), "a", time.Unix(t0+96*3600, 0)) // the next day ended two days ago
+	t.Parallel()
+	s := open(t, pgtest.Database(t), "a", time.Unix(t0+96*3600, 0)) // the next day ended two days ago
 	w := generate(rand.New(rand.NewPCG(61, 62)), 1, 1, 200)
 	applySerial(t, s, w)
 	ctx := testContext(t)
@@ -127,9 +128,9 @@ func TestApplyLateBatchAfterVisitorSpan(t *testing.T) {
 // TestPrune ages the fleet's data step by step and checks what each
 // retention removes and that what remains still answers right.
 func TestPrune(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
 	ctx := testContext(t)
-	s := open(t, srv.URL(), "a", time.Unix(t0+3600, 0))
+	s := open(t, pgtest.Database(t), "a", time.Unix(t0+3600, 0))
 	w := generate(rand.New(rand.NewPCG(71, 72)), 2, 3, 300)
 	applySerial(t, s, w)
 	var paths []string
@@ -226,9 +227,9 @@ func TestPrune(t *testing.T) {
 // TestPruneOneAtATime checks that a node skips pruning while another
 // holds the prune lock.
 func TestPruneOneAtATime(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
 	ctx := testContext(t)
-	s := open(t, srv.URL(), "a", time.Unix(t0+3600, 0))
+	s := open(t, pgtest.Database(t), "a", time.Unix(t0+3600, 0))
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -243,9 +244,9 @@ func TestPruneOneAtATime(t *testing.T) {
 }
 
 func TestSeriesSteps(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
 	ctx := testContext(t)
-	s := open(t, srv.URL(), "a", time.Unix(t0, 0))
+	s := open(t, pgtest.Database(t), "a", time.Unix(t0, 0))
 	from := time.Unix(t0, 0)
 	for _, step := range []time.Duration{0, 7 * time.Minute, 2 * time.Hour, 30 * time.Second} {
 		if _, err := s.Series(ctx, logtally.DefaultSite, from, from.Add(time.Hour), step); !errors.Is(err, logtally.ErrTooManyPoints) {

@@ -13,9 +13,9 @@ import (
 // sites in one sequence; they apply in that order, each to its own site,
 // a re-sent one counts once, and a gap is still a gap.
 func TestApplySeveralSites(t *testing.T) {
-	srv := pgtest.Start(t)
+	t.Parallel()
 	ctx := testContext(t)
-	s := open(t, srv.URL(), "a", time.Unix(t0+3600, 0))
+	s := open(t, pgtest.Database(t), "a", time.Unix(t0+3600, 0))
 	batch := func(site string, n int) *tally.Batch {
 		b := tally.NewSiteBatch(site)
 		for i := range n {

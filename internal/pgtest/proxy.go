@@ -2,13 +2,13 @@ package pgtest
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,46 +20,109 @@ import (
 // forwards the COMMIT, cuts the client's connection at once, and lets the
 // server finish the commit unheard. It understands only plain connections
 // (sslmode=disable, as URL says).
+//
+// The client hears of the cut before the proxy has read the server's
+// reply, so a test that counts the lost replies waits for them (AwaitLost)
+// rather than reads the count once. A client that sees its connection cut
+// may send a cancel request for it (pgconn does); the proxy drops those of
+// the connections it cut, as the network that lost the reply would: had
+// one reached the server before the COMMIT, the transaction would roll
+// back, and the fault would be a failed commit instead.
 type Proxy struct {
-	tb     testing.TB
-	target string
+	target string // the server's host:port
+	url    url.URL
 	ln     net.Listener
 	lose   atomic.Int64 // COMMIT replies still to lose
-	lost   atomic.Int64
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	lostMu  sync.Mutex
+	lost    int
+	changed chan struct{} // closed and made anew when lost grows
+
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	silenced map[uint32]bool // backends (process IDs) whose COMMIT reply was lost
+	wg       sync.WaitGroup
 }
 
-// Proxy starts a proxy to the server on a free loopback port; it is closed
-// when the test ends. The server may be restarted behind it.
+// link is one client connection through the proxy.
+type link struct {
+	client, server net.Conn
+	cut            chan struct{} // closed when the reply to a COMMIT is to be lost
+	pid            atomic.Uint32 // the server backend's process ID, once it said (BackendKeyData)
+}
+
+// Proxy starts a proxy to the server's postgres database (see NewProxy).
+// The server may be restarted behind it.
 func (s *Server) Proxy(tb testing.TB) *Proxy {
 	tb.Helper()
+	return NewProxy(tb, s.URL())
+}
+
+// NewProxy starts a proxy on a free loopback port to the server and
+// database of target, a URL as Server.URL or Database returns; it is
+// closed when the test ends.
+func NewProxy(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatalf("pgtest: proxy: %v", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("pgtest: proxy: %v", err)
 	}
-	p := &Proxy{tb: tb, target: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{target: u.Host, url: *u, ln: ln, changed: make(chan struct{}), conns: map[net.Conn]struct{}{},
+		silenced: map[uint32]bool{}}
+	p.url.Host = ln.Addr().String()
 	p.wg.Add(1)
 	go p.accept()
 	tb.Cleanup(p.Close)
 	return p
 }
 
-// URL returns the URL of the server's postgres database through the proxy.
-func (p *Proxy) URL() string {
-	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: p.ln.Addr().String(), Path: "/postgres",
-		RawQuery: "sslmode=disable"}
-	return u.String()
-}
+// URL returns the URL of the proxy's database, through the proxy.
+func (p *Proxy) URL() string { return p.url.String() }
 
 // LoseCommitReplies makes the proxy lose the replies to the next n COMMITs
 // sent through it, whichever connection sends them.
 func (p *Proxy) LoseCommitReplies(n int) { p.lose.Add(int64(n)) }
 
-// Lost returns how many COMMIT replies the proxy has lost so far.
-func (p *Proxy) Lost() int { return int(p.lost.Load()) }
+// Lost returns how many COMMIT replies the proxy has lost so far: a reply
+// counts once the server has sent all of it, which may be after the client
+// saw its connection cut.
+func (p *Proxy) Lost() int {
+	p.lostMu.Lock()
+	defer p.lostMu.Unlock()
+	return p.lost
+}
+
+// AwaitLost waits until the proxy has lost n COMMIT replies, and returns
+// nil, or until ctx is done, and returns an error that says how many it
+// lost.
+func (p *Proxy) AwaitLost(ctx context.Context, n int) error {
+	for {
+		p.lostMu.Lock()
+		lost, changed := p.lost, p.changed
+		p.lostMu.Unlock()
+		if lost >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("pgtest: %d COMMIT replies lost, waiting for %d: %w", lost, n, ctx.Err())
+		}
+	}
+}
+
+// addLost counts a lost reply and wakes whoever waits in AwaitLost.
+func (p *Proxy) addLost() {
+	p.lostMu.Lock()
+	defer p.lostMu.Unlock()
+	p.lost++
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
 
 // Close stops accepting, cuts every connection and waits for the proxy's
 // goroutines.
@@ -98,30 +161,43 @@ func (p *Proxy) accept() {
 		p.track(client)
 		p.track(server)
 		p.wg.Add(2)
-		cut := make(chan struct{})
+		l := &link{client: client, server: server, cut: make(chan struct{})}
 		go func() {
 			defer p.wg.Done()
-			p.fromClient(client, server, cut)
+			p.fromClient(l)
 		}()
 		go func() {
 			defer p.wg.Done()
-			p.fromServer(server, client, cut)
+			p.fromServer(l)
 		}()
 	}
 }
 
+// cancelRequestCode is the code of a CancelRequest, in the place of a
+// startup message's protocol version.
+const cancelRequestCode = 80877102
+
 // fromClient forwards the client's messages to the server. When it
-// forwards a COMMIT whose reply is to be lost, it closes cut and the
-// client's connection.
-func (p *Proxy) fromClient(client, server net.Conn, cut chan struct{}) {
+// forwards a COMMIT whose reply is to be lost, it closes l.cut and the
+// client's connection. It drops a cancel request for a backend whose
+// COMMIT reply was lost.
+func (p *Proxy) fromClient(l *link) {
+	client, server := l.client, l.server
 	defer client.Close()
 	r := bufio.NewReader(client)
-	// The startup message has no type byte.
-	if err := forward(r, server, false, nil); err != nil {
+	var msg []byte
+	// The startup message, or a cancel request, has no type byte.
+	if err := forward(r, nil, false, &msg); err != nil {
 		server.Close()
 		return
 	}
-	var msg []byte
+	if len(msg) == 16 && binary.BigEndian.Uint32(msg[4:]) == cancelRequestCode && p.isSilenced(binary.BigEndian.Uint32(msg[8:])) {
+		server.Close()
+		return
+	}
+	if _, err := server.Write(msg); err != nil {
+		return
+	}
 	for {
 		msg = msg[:0]
 		if err := forward(r, nil, true, &msg); err != nil {
@@ -130,7 +206,8 @@ func (p *Proxy) fromClient(client, server net.Conn, cut chan struct{}) {
 		}
 		commit := msg[0] == 'Q' && strings.EqualFold(strings.TrimRight(string(msg[5:]), "\x00; \n"), "commit")
 		if commit && p.lose.Add(-1) >= 0 {
-			close(cut) // before the server can answer
+			p.silence(l.pid.Load()) // before the client can see the cut
+			close(l.cut)            // before the server can answer
 			server.Write(msg)
 			return
 		} else if commit {
@@ -142,10 +219,24 @@ func (p *Proxy) fromClient(client, server net.Conn, cut chan struct{}) {
 	}
 }
 
-// fromServer forwards the server's messages to the client until cut; then
-// it reads the rest of the reply, unforwarded, up to ReadyForQuery, so the
-// server finishes the commit, and closes the server's connection.
-func (p *Proxy) fromServer(server, client net.Conn, cut chan struct{}) {
+func (p *Proxy) silence(pid uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.silenced[pid] = true
+}
+
+func (p *Proxy) isSilenced(pid uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.silenced[pid]
+}
+
+// fromServer forwards the server's messages to the client until l.cut;
+// then it reads the rest of the reply, unforwarded, up to ReadyForQuery,
+// so the server finishes the commit, and closes the server's connection.
+// It notes the backend's process ID as it goes by.
+func (p *Proxy) fromServer(l *link) {
+	server, client, cut := l.server, l.client, l.cut
 	defer server.Close()
 	r := bufio.NewReader(server)
 	var msg []byte
@@ -158,7 +249,7 @@ func (p *Proxy) fromServer(server, client net.Conn, cut chan struct{}) {
 				continue
 			}
 			if err == nil {
-				p.lost.Add(1)
+				p.addLost()
 			}
 			return
 		default:
@@ -166,6 +257,9 @@ func (p *Proxy) fromServer(server, client net.Conn, cut chan struct{}) {
 		if err != nil {
 			client.Close()
 			return
+		}
+		if msg[0] == 'K' && len(msg) >= 9 { // BackendKeyData: process ID, secret key
+			l.pid.Store(binary.BigEndian.Uint32(msg[5:]))
 		}
 		if _, err := client.Write(msg); err != nil {
 			return
