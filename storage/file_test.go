@@ -64,14 +64,40 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
 
-// TestWatchFileLogsOnce: the log says it once, with the path and the fix.
+// looks is a context that tells the test each time WatchFile looks at it,
+// which it does once per pass of its loop, before it waits for the next
+// tick: after three looks it has checked the file twice. So the test knows
+// that checks were made, rather than sleeps and hopes they were.
+type looks struct {
+	context.Context
+	looked chan struct{}
+}
+
+func (l looks) Done() <-chan struct{} {
+	select {
+	case l.looked <- struct{}{}:
+	default: // the test is not counting now
+	}
+	return l.Context.Done()
+}
+
+// TestWatchFileLogsOnce: nothing is logged while the file is in place;
+// once it is deleted, the log says it once, with the path and the fix.
 func TestWatchFileLogsOnce(t *testing.T) {
 	s := mustOpen(t, Config{})
 	var out syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := looks{base, make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() { s.WatchFile(ctx, time.Millisecond, slog.New(slog.NewTextHandler(&out, nil))); close(done) }()
-	time.Sleep(20 * time.Millisecond)
+	for range 3 {
+		select {
+		case <-ctx.looked:
+		case <-done:
+			t.Fatalf("WatchFile stopped with the file in place, logging: %s", out.String())
+		}
+	}
 	if out.String() != "" {
 		t.Fatalf("logged with the file in place: %s", out.String())
 	}
@@ -81,7 +107,6 @@ func TestWatchFileLogsOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("WatchFile did not notice the file was deleted")
 	}
-	cancel()
 	log := out.String()
 	if strings.Count(log, "\n") != 1 || !strings.Contains(log, "path="+s.cfg.Path) || !strings.Contains(log, "restore the file from a backup") {
 		t.Errorf("log: %s", log)
