@@ -152,8 +152,9 @@ type Window struct {
 	future       []future     // held hits, one ring slot per second after now
 	refs         refCompaction
 
-	changed bool // counts or bounds changed since the last Publish
-	current atomic.Pointer[logtally.Snapshot]
+	changed   bool // counts or bounds changed since the last Publish
+	current   atomic.Pointer[logtally.Snapshot]
+	published Notifier // closed at each new snapshot: see Published
 }
 
 // counts are what a second, or the window, counts besides visitors and
@@ -397,6 +398,7 @@ func (w *Window) Publish() {
 	s.Visitors, s.Approximate = w.visitors.count(w.now-w.length, w.now)
 	w.changed = false
 	w.current.Store(s)
+	w.published.Notify()
 }
 
 // Current returns the last published snapshot. It is safe to call from any
