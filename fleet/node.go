@@ -79,16 +79,7 @@ type Node struct {
 	store     atomic.Pointer[Store]
 	refresher atomic.Pointer[Refresher]
 	views     siteViews // single sites' Refreshers: see SiteView
-
-	mu      sync.Mutex
-	state   string
-	lastErr error
-	errAt   time.Time
-
-	acked      atomic.Uint64 // the last batch the fleet acknowledged
-	applied    atomic.Int64
-	duplicates atomic.Int64
-	failures   atomic.Int64
+	status    shipStatus
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -100,7 +91,9 @@ func NewNode(cfg Config, outbox Outbox, logger *slog.Logger, now func() time.Tim
 	if now == nil {
 		now = time.Now
 	}
-	return &Node{cfg: cfg.withDefaults(), outbox: outbox, log: logger, now: now, state: StateConnecting}
+	n := &Node{cfg: cfg.withDefaults(), outbox: outbox, log: logger, now: now}
+	n.status.state = StateConnecting
+	return n
 }
 
 // Salt returns the fleet's visitor-hash salt: the one cached in the
@@ -216,25 +209,13 @@ func sleep(ctx context.Context, backoff *time.Duration) bool {
 
 // failed records an error that is retried.
 func (n *Node) failed(state string, err error) {
-	n.failures.Add(1)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.state, n.lastErr, n.errAt = state, err, n.now()
+	n.status.failed(state, err, n.now())
 }
 
 // stop records an error that ends shipping, and logs it.
 func (n *Node) stop(err error) {
 	n.log.Error("fleet: shipping stopped; the outbox keeps every batch", "err", err)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.state, n.lastErr, n.errAt = StateStopped, err, n.now()
-}
-
-// succeeded records a shipment or check that worked.
-func (n *Node) succeeded() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.state = StateShipping
+	n.status.set(StateStopped, err, n.now())
 }
 
 // Close stops shipping, refreshing and pruning, waits for them, and closes
@@ -258,6 +239,16 @@ func (n *Node) Close() {
 func (n *Node) Current() *logtally.View {
 	if r := n.refresher.Load(); r != nil {
 		return r.Current()
+	}
+	return nil
+}
+
+// Published returns a channel closed when the fleet's next View is
+// published (see Refresher.Updated), for the API's event stream; nil
+// before the fleet database is first reached.
+func (n *Node) Published() <-chan struct{} {
+	if r := n.refresher.Load(); r != nil {
+		return r.Updated()
 	}
 	return nil
 }
@@ -295,11 +286,8 @@ type NodeStats struct {
 // Stats returns the node's figures. It reads the outbox's, which costs a
 // read transaction of the local store.
 func (n *Node) Stats() NodeStats {
-	st := NodeStats{Node: n.cfg.Node, Acked: n.acked.Load(), Applied: n.applied.Load(),
-		Duplicates: n.duplicates.Load(), Failures: n.failures.Load()}
-	n.mu.Lock()
-	st.State, st.LastError, st.LastErrorAt = n.state, n.lastErr, n.errAt
-	n.mu.Unlock()
+	st := NodeStats{Node: n.cfg.Node}
+	n.status.fill(&st)
 	var err error
 	if st.Outbox, err = n.outbox.Stats(); err != nil && st.LastError == nil {
 		st.LastError = err

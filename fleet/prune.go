@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // pruneLock is the advisory lock a pruning node holds, so that the fleet's
@@ -47,65 +49,14 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (map[string]int64, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(pruneLock))
 
-	live := now.Add(-s.cfg.Window - s.cfg.MaxSkew)
-	sets := now.Add(-s.cfg.VisitorSpan - pruneMargin)
-	steps := []struct {
-		table, cond string
-		arg         any
-	}{
-		{"seconds", "second <= $1", live},
-		{"second_paths", "second <= $1", live},
-		{"window_minute_paths", "minute <= $1", live.Add(-time.Minute)},
-		{"visitors", "last_seen <= $1", live},
-		{"minute_visitors", "minute < $1", sets.Add(-time.Minute)},
-		{"hour_visitors", "hour < $1", sets.Add(-time.Hour)},
-		{"day_visitors", "day < $1", dateOf(sets, s.loc)}, // days that ended by then
-		{"minutes", "minute < $1", now.Add(-s.cfg.MinuteRetention)},
-		{"hours", "hour < $1", now.Add(-s.cfg.HourRetention)},
-	}
-	if s.cfg.DayRetention > 0 {
-		steps = append(steps, struct {
-			table, cond string
-			arg         any
-		}{"days", "day < $1", dateOf(now.Add(-s.cfg.DayRetention), s.loc)})
-	}
 	out := map[string]int64{}
-	for _, st := range steps {
-		sql := fmt.Sprintf(`DELETE FROM logtally.%[1]s WHERE ctid = ANY(ARRAY(
-			SELECT ctid FROM logtally.%[1]s WHERE %[2]s LIMIT %[3]d))`, st.table, st.cond, pruneChunk)
-		for {
-			tag, err := conn.Exec(ctx, sql, st.arg)
-			if err != nil {
-				return out, fmt.Errorf("fleet: prune %s: %w", st.table, err)
-			}
-			out[st.table] += tag.RowsAffected()
-			if tag.RowsAffected() < pruneChunk {
-				break
-			}
+	for _, st := range s.pruneSteps(now) {
+		if err := st.run(ctx, conn, out); err != nil {
+			return out, err
 		}
 	}
-	// Per-day page views past retention move into the all-time totals: the
-	// rows a statement deletes are the rows it adds, so a path's total never
-	// changes on the way.
-	for {
-		var n int64
-		err := conn.QueryRow(ctx, fmt.Sprintf(`WITH gone AS (
-				DELETE FROM logtally.day_paths WHERE ctid = ANY(ARRAY(
-					SELECT ctid FROM logtally.day_paths WHERE day < $1 LIMIT %d))
-				RETURNING site, path, pageviews),
-			folded AS (
-				INSERT INTO logtally.paths AS t (site, path, pageviews)
-				SELECT site, path, sum(pageviews) FROM gone GROUP BY site, path ORDER BY site, path
-				ON CONFLICT (site, path) DO UPDATE SET pageviews = t.pageviews + EXCLUDED.pageviews)
-			SELECT count(*) FROM gone`, pruneChunk),
-			dateOf(now.Add(-s.cfg.HourRetention), s.loc)).Scan(&n)
-		if err != nil {
-			return out, fmt.Errorf("fleet: prune day_paths: %w", err)
-		}
-		out["day_paths"] += n
-		if n < pruneChunk {
-			break
-		}
+	if err := foldDayPaths(ctx, conn, dateOf(now.Add(-s.cfg.HourRetention), s.loc), out); err != nil {
+		return out, err
 	}
 	var attrs []any
 	for _, table := range slices.Sorted(maps.Keys(out)) {
@@ -117,6 +68,77 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (map[string]int64, err
 		s.log.Info("fleet: pruned", attrs...)
 	}
 	return out, nil
+}
+
+// pruneStep deletes the rows of table for which cond holds of arg ($1).
+type pruneStep struct {
+	table, cond string
+	arg         any
+}
+
+// pruneSteps returns what the retention settings delete as of now, in
+// order: the live window's rows, the visitor sets, then the counts.
+func (s *Store) pruneSteps(now time.Time) []pruneStep {
+	live := now.Add(-s.cfg.Window - s.cfg.MaxSkew)
+	sets := now.Add(-s.cfg.VisitorSpan - pruneMargin)
+	steps := []pruneStep{
+		{"seconds", "second <= $1", live},
+		{"second_paths", "second <= $1", live},
+		{"window_minute_paths", "minute <= $1", live.Add(-time.Minute)},
+		{"visitors", "last_seen <= $1", live},
+		{"minute_visitors", "minute < $1", sets.Add(-time.Minute)},
+		{"hour_visitors", "hour < $1", sets.Add(-time.Hour)},
+		{"day_visitors", "day < $1", dateOf(sets, s.loc)}, // days that ended by then
+		{"minutes", "minute < $1", now.Add(-s.cfg.MinuteRetention)},
+		{"hours", "hour < $1", now.Add(-s.cfg.HourRetention)},
+	}
+	if s.cfg.DayRetention > 0 {
+		steps = append(steps, pruneStep{"days", "day < $1", dateOf(now.Add(-s.cfg.DayRetention), s.loc)})
+	}
+	return steps
+}
+
+// run deletes the step's rows, pruneChunk at a time, and adds how many to
+// out.
+func (st pruneStep) run(ctx context.Context, conn *pgxpool.Conn, out map[string]int64) error {
+	sql := fmt.Sprintf(`DELETE FROM logtally.%[1]s WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM logtally.%[1]s WHERE %[2]s LIMIT %[3]d))`, st.table, st.cond, pruneChunk)
+	for {
+		tag, err := conn.Exec(ctx, sql, st.arg)
+		if err != nil {
+			return fmt.Errorf("fleet: prune %s: %w", st.table, err)
+		}
+		out[st.table] += tag.RowsAffected()
+		if tag.RowsAffected() < pruneChunk {
+			return nil
+		}
+	}
+}
+
+// foldDayPaths moves the per-day page views of days before before into the
+// all-time totals, pruneChunk rows at a time, and adds how many to out: the
+// rows a statement deletes are the rows it adds, so a path's total never
+// changes on the way.
+func foldDayPaths(ctx context.Context, conn *pgxpool.Conn, before time.Time, out map[string]int64) error {
+	sql := fmt.Sprintf(`WITH gone AS (
+			DELETE FROM logtally.day_paths WHERE ctid = ANY(ARRAY(
+				SELECT ctid FROM logtally.day_paths WHERE day < $1 LIMIT %d))
+			RETURNING site, path, pageviews),
+		folded AS (
+			INSERT INTO logtally.paths AS t (site, path, pageviews)
+			SELECT site, path, sum(pageviews) FROM gone GROUP BY site, path ORDER BY site, path
+			ON CONFLICT (site, path) DO UPDATE SET pageviews = t.pageviews + EXCLUDED.pageviews)
+		SELECT count(*) FROM gone`, pruneChunk)
+	for {
+		var n int64
+		if err := conn.QueryRow(ctx, sql, before).Scan(&n); err != nil {
+			return fmt.Errorf("fleet: prune day_paths: %w", err)
+		}
+		out["day_paths"] += n
+		if n < pruneChunk {
+			return nil
+		}
+	}
 }
 
 // RunPruner prunes every interval until ctx is done.

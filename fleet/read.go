@@ -89,102 +89,39 @@ func (s *Store) Series(ctx context.Context, site string, from, to time.Time, ste
 	if to.Before(from) {
 		return out, nil
 	}
-	var starts []time.Time
-	switch {
-	case step == 24*time.Hour:
-		y, m, d := from.In(s.loc).Date()
-		for t := time.Date(y, m, d, 0, 0, 0, 0, s.loc); !t.After(to); t = t.AddDate(0, 0, 1) {
-			if len(starts) == logtally.MaxPoints {
-				return out, logtally.ErrTooManyPoints
-			}
-			starts = append(starts, t)
-		}
-	case step > 0 && step <= time.Hour && time.Hour%step == 0 && step%time.Minute == 0:
-		first := from.Truncate(step)
-		if n := to.Sub(first)/step + 1; n > logtally.MaxPoints {
-			return out, logtally.ErrTooManyPoints
-		}
-		for t := first; !t.After(to); t = t.Add(step) {
-			starts = append(starts, t)
-		}
-	default:
-		return out, fmt.Errorf("step %s: %w", step, logtally.ErrTooManyPoints)
+	starts, err := seriesStarts(from, to, step, s.loc)
+	if err != nil {
+		return out, err
 	}
 	out.Points = make([]logtally.Point, len(starts))
 	for i, t := range starts {
 		out.Points[i].Time = t.UTC()
 	}
-	index := func(t time.Time) int { // the last step starting at or before t
-		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
+	sq := &seriesQuery{out: &out, starts: starts, loc: s.loc, exactFrom: len(starts)}
+	// Steps between a minute and an hour are counted distinct over the
+	// minutes' visitor sets, from the first point whose sets are all still
+	// kept.
+	sq.distinct = step > time.Minute && step < time.Hour
+	if sq.distinct {
+		sq.exactFrom = max(sq.index(s.Now().Add(-s.cfg.VisitorSpan))+1, 0)
 	}
-
-	table, key, lo, hi := "minutes", "minute", any(starts[0]), any(to)
-	switch step {
-	case time.Hour:
-		table, key = "hours", "hour"
-	case 24 * time.Hour:
-		table, key = "days", "day"
-		lo, hi = dateOf(starts[0], s.loc), dateOf(to, s.loc)
-	}
-	// exactFrom is the first point whose minutes' visitor sets are all
-	// still kept, for steps counted distinct over them.
-	distinct := step > time.Minute && step < time.Hour
-	exactFrom := len(starts)
-	if distinct {
-		sealed := s.Now().Add(-s.cfg.VisitorSpan)
-		exactFrom = index(sealed) + 1
-		exactFrom = max(exactFrom, 0)
-	}
-	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+	err = s.readOnly(ctx, func(tx pgx.Tx) error {
 		q := &pgx.Batch{}
+		table, key, lo, hi := "minutes", "minute", any(starts[0]), any(to)
+		switch step {
+		case time.Hour:
+			table, key = "hours", "hour"
+		case 24 * time.Hour:
+			table, key = "days", "day"
+			lo, hi = dateOf(starts[0], s.loc), dateOf(to, s.loc)
+		}
 		q.Queue(fmt.Sprintf(`SELECT %[2]s, sum(requests)::int8, sum(pageviews)::int8, sum(visitors)::int8, bool_or(approximate)
 			FROM logtally.%[1]s WHERE site = $1 AND %[2]s >= $2 AND %[2]s <= $3 GROUP BY %[2]s`, table, key),
-			site, lo, hi).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var t time.Time
-					var p logtally.Point
-					var approximate bool
-					if err := rows.Scan(&t, &p.Requests, &p.PageViews, &p.Visitors, &approximate); err != nil {
-						return err
-					}
-					if step == 24*time.Hour {
-						t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, s.loc)
-					}
-					i := index(t)
-					if i < 0 {
-						continue
-					}
-					pt := &out.Points[i]
-					pt.Requests += p.Requests
-					pt.PageViews += p.PageViews
-					switch {
-					case !distinct:
-						pt.Visitors += p.Visitors
-						out.Approximate = out.Approximate || approximate
-					case i < exactFrom:
-						pt.Visitors = max(pt.Visitors, p.Visitors)
-						out.Approximate = true
-					}
-				}
-				return rows.Err()
-			})
-		if distinct && exactFrom < len(starts) {
+			site, lo, hi).Query(sq.addSums)
+		if sq.distinct && sq.exactFrom < len(starts) {
 			q.Queue(`SELECT floor(extract(epoch FROM minute) / $4::int8)::int8 * $4::int8, count(DISTINCT visitor)
 				FROM logtally.minute_visitors WHERE site = $1 AND minute >= $2 AND minute <= $3 GROUP BY 1`,
-				site, starts[exactFrom], to, int64(step/time.Second)).
-				Query(func(rows pgx.Rows) error {
-					for rows.Next() {
-						var sec, n int64
-						if err := rows.Scan(&sec, &n); err != nil {
-							return err
-						}
-						if i := index(time.Unix(sec, 0)); i >= 0 {
-							out.Points[i].Visitors = n
-						}
-					}
-					return rows.Err()
-				})
+				site, starts[sq.exactFrom], to, int64(step/time.Second)).Query(sq.setDistinct)
 		}
 		return tx.SendBatch(ctx, q).Close()
 	})
@@ -192,6 +129,100 @@ func (s *Store) Series(ctx context.Context, site string, from, to time.Time, ste
 		return logtally.Series{Step: step}, fmt.Errorf("fleet: series: %w", err)
 	}
 	return out, nil
+}
+
+// seriesStarts returns the start of each point of a series from..to by
+// step: calendar days in loc, or steps that divide an hour into whole
+// minutes; another step, or more than logtally.MaxPoints points, is
+// logtally.ErrTooManyPoints.
+func seriesStarts(from, to time.Time, step time.Duration, loc *time.Location) ([]time.Time, error) {
+	var starts []time.Time
+	switch {
+	case step == 24*time.Hour:
+		y, m, d := from.In(loc).Date()
+		for t := time.Date(y, m, d, 0, 0, 0, 0, loc); !t.After(to); t = t.AddDate(0, 0, 1) {
+			if len(starts) == logtally.MaxPoints {
+				return nil, logtally.ErrTooManyPoints
+			}
+			starts = append(starts, t)
+		}
+	case step > 0 && step <= time.Hour && time.Hour%step == 0 && step%time.Minute == 0:
+		first := from.Truncate(step)
+		if n := to.Sub(first)/step + 1; n > logtally.MaxPoints {
+			return nil, logtally.ErrTooManyPoints
+		}
+		for t := first; !t.After(to); t = t.Add(step) {
+			starts = append(starts, t)
+		}
+	default:
+		return nil, fmt.Errorf("step %s: %w", step, logtally.ErrTooManyPoints)
+	}
+	return starts, nil
+}
+
+// seriesQuery is one Series call's points, filled in as its rows come.
+type seriesQuery struct {
+	out       *logtally.Series
+	starts    []time.Time
+	loc       *time.Location
+	distinct  bool // visitors are counted distinct over the minutes' sets (5m, 15m)
+	exactFrom int  // with distinct, the first point whose minutes' sets are all kept
+}
+
+// index returns the point of t: the last one starting at or before t, or
+// -1.
+func (sq *seriesQuery) index(t time.Time) int {
+	return sort.Search(len(sq.starts), func(i int) bool { return sq.starts[i].After(t) }) - 1
+}
+
+// addSums adds rows of minutes, hours or days to their points. A point
+// counted distinct over visitor sets takes its visitors from setDistinct,
+// unless its sets are pruned: then the most of any of its rows, a lower
+// bound.
+func (sq *seriesQuery) addSums(rows pgx.Rows) error {
+	out := sq.out
+	for rows.Next() {
+		var t time.Time
+		var p logtally.Point
+		var approximate bool
+		if err := rows.Scan(&t, &p.Requests, &p.PageViews, &p.Visitors, &approximate); err != nil {
+			return err
+		}
+		if out.Step == 24*time.Hour {
+			t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, sq.loc)
+		}
+		i := sq.index(t)
+		if i < 0 {
+			continue
+		}
+		pt := &out.Points[i]
+		pt.Requests += p.Requests
+		pt.PageViews += p.PageViews
+		switch {
+		case !sq.distinct:
+			pt.Visitors += p.Visitors
+			out.Approximate = out.Approximate || approximate
+		case i < sq.exactFrom:
+			pt.Visitors = max(pt.Visitors, p.Visitors)
+			out.Approximate = true
+		}
+	}
+	return rows.Err()
+}
+
+// setDistinct sets the visitors of points counted distinct over their
+// minutes' visitor sets, from rows of (point start, visitors).
+func (sq *seriesQuery) setDistinct(rows pgx.Rows) error {
+	for rows.Next() {
+		var sec, n int64
+		if err := rows.Scan(&sec, &n); err != nil {
+			return err
+		}
+		if i := sq.index(time.Unix(sec, 0)); i >= 0 {
+			sq.out.Points[i].Visitors = n
+		}
+	}
+	return rows.Err()
 }
 
 // dateOf returns the calendar day of t in loc, as a date for PostgreSQL.

@@ -89,9 +89,9 @@ func (sh *shipment) resync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.duplicates.Add(int64(dups))
+	n.status.duplicates.Add(int64(dups))
 	sh.acked, sh.deleted = cursor, cursor
-	n.acked.Store(cursor)
+	n.status.acked.Store(cursor)
 	sh.recovered()
 	return nil
 }
@@ -128,11 +128,11 @@ func (sh *shipment) next(ctx context.Context) error {
 		return err
 	}
 	sh.acked = e.Seq
-	n.acked.Store(e.Seq)
+	n.status.acked.Store(e.Seq)
 	if applied {
-		n.applied.Add(1)
+		n.status.applied.Add(1)
 	} else {
-		n.duplicates.Add(1)
+		n.status.duplicates.Add(1)
 	}
 	sh.recovered()
 	if sh.acked-sh.deleted >= deleteEvery {
@@ -170,5 +170,5 @@ func (sh *shipment) recovered() {
 		sh.n.log.Info("fleet: shipping again", "acked", sh.acked)
 	}
 	sh.failing = false
-	sh.n.succeeded()
+	sh.n.status.succeeded()
 }

@@ -94,20 +94,20 @@ func TestCreateDatabase(t *testing.T) {
 	}
 }
 
-// TestProxyLosesCommitReply checks the proxy's one trick: the client's
-// COMMIT fails, yet the transaction is committed.
-func TestProxyLosesCommitReply(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// lostCommit makes table t in a database of the test's own, after the
+// SQL of setup, and inserts a row through a proxy that loses the reply to
+// the COMMIT. It returns a direct connection, the proxy, and the lost
+// connection, closed by now.
+func lostCommit(t *testing.T, ctx context.Context, setup string) (direct *pgx.Conn, p *Proxy, lost *pgx.Conn) {
+	t.Helper()
 	url := Database(t)
-	direct := connect(t, ctx, url)
-	if _, err := direct.Exec(ctx, "CREATE TABLE t (x int)"); err != nil {
+	direct = connect(t, ctx, url)
+	if _, err := direct.Exec(ctx, "CREATE TABLE t (x int);"+setup); err != nil {
 		t.Fatal(err)
 	}
-	p := NewProxy(t, url)
-	conn := connect(t, ctx, p.URL())
-	tx, err := conn.Begin(ctx)
+	p = NewProxy(t, url)
+	lost = connect(t, ctx, p.URL())
+	tx, err := lost.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +118,16 @@ func TestProxyLosesCommitReply(t *testing.T) {
 	if err := tx.Commit(ctx); err == nil {
 		t.Fatal("commit through the proxy succeeded; want its reply lost")
 	}
+	return direct, p, lost
+}
+
+// TestProxyLosesCommitReply checks the proxy's one trick: the client's
+// COMMIT fails, yet the transaction is committed.
+func TestProxyLosesCommitReply(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	direct, p, _ := lostCommit(t, ctx, "")
 	// The server finishes the commit although the client never hears of it.
 	if err := p.AwaitLost(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -142,27 +152,10 @@ func TestProxyDropsCancelOfLostCommit(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	url := Database(t)
-	direct := connect(t, ctx, url)
-	if _, err := direct.Exec(ctx, `CREATE TABLE t (x int);
+	direct, p, lost := lostCommit(t, ctx, `
 		CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(2); RETURN NULL; END$$;
-		CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow()`); err != nil {
-		t.Fatal(err)
-	}
-	p := NewProxy(t, url)
-	conn := connect(t, ctx, p.URL())
-	pid, key := conn.PgConn().PID(), conn.PgConn().SecretKey()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "INSERT INTO t VALUES (1)"); err != nil {
-		t.Fatal(err)
-	}
-	p.LoseCommitReplies(1)
-	if err := tx.Commit(ctx); err == nil {
-		t.Fatal("commit through the proxy succeeded; want its reply lost")
-	}
+		CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow()`)
+	pid, key := lost.PgConn().PID(), lost.PgConn().SecretKey()
 	poll.Until(t, "the COMMIT to run", func() bool {
 		var running bool
 		err := direct.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND state = 'active')", pid).Scan(&running)
