@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -102,12 +102,8 @@ func (r *result) failed() bool {
 // starts one more on the same files, and compares that one's window, every
 // stored minute, and `logtally report`'s total with the truth.
 func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
-	if s.disk != nil {
-		if _, err := os.Stat(s.disk.filler); err == nil {
-			if err := s.disk.grow(diskMore); err != nil {
-				return nil, err
-			}
-		}
+	if _, err := s.growIfFull(); err != nil {
+		return nil, err
 	}
 	var err error
 	if d == nil {
@@ -126,10 +122,26 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 	}
 	firstMin, lastMin := hits[0].sec/60, hits[len(hits)-1].sec/60
 	from, to := time.Unix((firstMin-2)*60, 0), time.Unix((lastMin+2)*60, 0)
+	if err := s.catchUp(ctx, d, written, from, to); err != nil {
+		return r, err
+	}
+	sleep(ctx, time.Second) // a snapshot is published every 100 ms
+	r.windows = append(r.windows, s.lastWindow(ctx, hits))
+	if err := d.stop(15 * time.Second); err != nil {
+		s.problem("SIGTERM: %v", err)
+	}
+	s.ended(d)
+	if err := s.checkRestart(ctx, r, hits, from, to); err != nil {
+		return r, err
+	}
+	r.report, r.reportErr = s.reportTotal(ctx, from, to)
+	return r, nil
+}
 
-	// Catch up: until the stored requests reach what was written, or stop
-	// growing for longer than a rotated file is read after it last grew
-	// (--idle-grace) and a re-scan.
+// catchUp waits until the requests d stored from from to to reach what was
+// written, or stop growing for longer than a rotated file is read after it
+// last grew (--idle-grace) and a re-scan.
+func (s *soak) catchUp(ctx context.Context, d *daemon, written int64, from, to time.Time) error {
 	t := time.Now()
 	var last int64
 	lastChange := time.Now()
@@ -151,7 +163,7 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 		}
 		if d.exited() {
 			s.ended(d)
-			return r, fmt.Errorf("logtally run exited while catching up")
+			return fmt.Errorf("logtally run exited while catching up")
 		}
 		if time.Since(lastChange) > 45*time.Second {
 			s.say("caught up with %d of %d lines: nothing more counted for 45s", last, written)
@@ -159,17 +171,22 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
 			d.kill()
-			return r, err
+			return err
 		}
 	}
 	s.say("caught up in %s", time.Since(t).Round(time.Millisecond))
-	sleep(ctx, time.Second) // a snapshot is published every 100 ms
+	return nil
+}
+
+// lastWindow compares the last run's live window with the truth.
+//
+// A window restored at a start holds the lines a replay added to a minute
+// at that minute's last second, and those of the minute it starts in only
+// when the checkpoint holds all of that minute's seconds (ingest.Restore):
+// after a replay, the window's first minute is right to the minute only.
+// Such a difference is shown, not failed.
+func (s *soak) lastWindow(ctx context.Context, hits []hit) windowCheck {
 	w := s.compareWindow(ctx, "live window, last run", hits)
-	// A window restored at a start holds the lines a replay added to a
-	// minute at that minute's last second, and those of the minute it
-	// starts in only when the checkpoint holds all of that minute's seconds
-	// (ingest.Restore): after a replay, the window's first minute is right
-	// to the minute only. Such a difference is shown, not failed.
 	s.mu.Lock()
 	replayed := s.f.replayLines
 	s.mu.Unlock()
@@ -180,20 +197,21 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 			w.note = fmt.Sprintf("differs by %+d requests: a restart after a replay restores the window's first minute to the minute (at most %d here)", diff, bound)
 		}
 	}
-	r.windows = append(r.windows, w)
-	if err := d.stop(15 * time.Second); err != nil {
-		s.problem("SIGTERM: %v", err)
-	}
-	s.ended(d)
+	return w
+}
 
-	// A last start on the same files: it reads nothing new, and serves the
-	// window restored from the database. With --window-end log, whatever
-	// the run's, that window ends at the last second of the newest stored
-	// minute and so starts on a minute: then every line is in it at its own
-	// second (checkpointed by a run) or at the last second of its minute
-	// (added by a replay), and its counts are exact (ingest.Restore).
-	if d, err = s.startWith("log"); err != nil {
-		return r, err
+// checkRestart starts one last daemon on the same files: it reads nothing
+// new, and serves the window restored from the database. With --window-end
+// log, whatever the run's, that window ends at the last second of the
+// newest stored minute and so starts on a minute: then every line is in it
+// at its own second (checkpointed by a run) or at the last second of its
+// minute (added by a replay), and its counts are exact (ingest.Restore).
+// It compares that window, and every stored minute (and the fleet
+// database's, with -fleet), with the truth.
+func (s *soak) checkRestart(ctx context.Context, r *result, hits []hit, from, to time.Time) error {
+	d, err := s.startWith("log")
+	if err != nil {
+		return err
 	}
 	defer func() {
 		if !d.exited() {
@@ -202,24 +220,23 @@ func (s *soak) check(ctx context.Context, d *daemon) (*result, error) {
 	}()
 	if !waitFor(ctx, d, 30*time.Second, func() bool { return s.api.ready(ctx) == 200 }) {
 		s.ended(d)
-		return r, fmt.Errorf("the last daemon was not ready within 30s")
+		return fmt.Errorf("the last daemon was not ready within 30s")
 	}
 	sleep(ctx, time.Second)
 	r.windows = append(r.windows, s.compareWindow(ctx, "live window, restarted (log end)", hits))
 	ser, err := s.api.series(ctx, from, to)
 	if err != nil {
-		return r, err
+		return err
 	}
 	s.compareMinutes(r, ser, byMinute(hits))
-	if s.pgServer != nil {
+	if s.fleet != nil {
 		r.fleetErr = s.checkFleet(ctx, d, r, from, to, byMinute(hits))
 	}
 	if err := d.stop(15 * time.Second); err != nil {
 		s.problem("SIGTERM: %v", err)
 	}
 	s.ended(d)
-	r.report, r.reportErr = s.reportTotal(ctx, from, to)
-	return r, nil
+	return nil
 }
 
 func (s *soak) compareWindow(ctx context.Context, name string, hits []hit) windowCheck {
@@ -309,6 +326,33 @@ func (s *soak) print(r *result) int {
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	r.rows(row)
+	s.faultRows(row, f, r)
+	row("unexpected exits", "%d", f.unexpectedExits)
+	row("peak RSS", "%.1f MB (VmHWM, the most of any logtally run)", float64(peak)/1024)
+	row("elapsed", "%s", time.Since(s.began).Round(100*time.Millisecond))
+	tw.Flush()
+	printDiffs(out, "first differing minutes (UTC):", r.diffs)
+	if r.fleet != nil {
+		printDiffs(out, "first differing minutes of the fleet database (UTC):", r.fleet.diffs)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(out, "problem: "+p)
+	}
+	if r.failed() || len(problems) > 0 {
+		fmt.Fprintf(out, "\nsoak: FAIL (seed %d): %s\n", s.cfg.seed, r.why())
+		return 1
+	}
+	fmt.Fprintf(out, "\nsoak: PASS (seed %d): every line counted once\n", s.cfg.seed)
+	return 0
+}
+
+// rowFunc writes one row of the final table: what, then what was found.
+type rowFunc func(k, format string, args ...any)
+
+// rows writes what the check found: the lines, the minutes, the report and
+// the windows.
+func (r *result) rows(row rowFunc) {
 	row("lines written", "%d", r.written)
 	row("lines counted", "%d (stored minutes, /api/v1/series step=1m)", r.counted)
 	row("lost", "%d", r.lost)
@@ -335,6 +379,11 @@ func (s *soak) print(r *result) int {
 			w.from.UTC().Format("15:04:05"), w.to.UTC().Format("15:04:05"), w.got.requests, w.want.requests,
 			w.got.pageViews, w.want.pageViews, w.got.visitors, w.want.visitors, verdict)
 	}
+}
+
+// faultRows writes what the soak did, f, and what the fleet database
+// held at the end (in r).
+func (s *soak) faultRows(row rowFunc, f faults, r *result) {
 	row("kills (SIGKILL)", "%d", f.kills)
 	row("restarts", "%d", f.restarts)
 	row("rotations", "%d rename, %d copytruncate (%d of them while the daemon was down)",
@@ -347,50 +396,42 @@ func (s *soak) print(r *result) int {
 	} else {
 		row("disk full", "%d episodes, commits failed in %d, killed while full in %d", f.diskFull, f.diskFullFailed, f.killedInFull)
 	}
-	if s.pgServer != nil {
-		row("postgres restarts", "%d (stopped as a crash would, while a daemon ran); status said retrying in %d, outbox grew in %d",
-			f.pgRestarts, f.pgRetrying, f.pgOutboxGrew)
-		switch {
-		case r.fleetErr != nil:
-			row("fleet database", "%v", r.fleetErr)
-		case r.fleet != nil:
-			row("fleet database", "%d lines counted, %d lost, %d doubled, %d minutes with other counts",
-				r.fleet.counted, r.fleet.lost, r.fleet.doubled, r.fleet.other)
-		}
+	if s.fleet == nil {
+		return
 	}
-	row("unexpected exits", "%d", f.unexpectedExits)
-	row("peak RSS", "%.1f MB (VmHWM, the most of any logtally run)", float64(peak)/1024)
-	row("elapsed", "%s", time.Since(s.began).Round(100*time.Millisecond))
-	tw.Flush()
-	if len(r.diffs) > 0 {
-		fmt.Fprintln(out, "\nfirst differing minutes (UTC):")
-		for _, d := range r.diffs {
-			fmt.Fprintln(out, "  "+d)
-		}
+	row("postgres restarts", "%d (stopped as a crash would, while a daemon ran); status said retrying in %d, outbox grew in %d",
+		f.pgRestarts, f.pgRetrying, f.pgOutboxGrew)
+	switch {
+	case r.fleetErr != nil:
+		row("fleet database", "%v", r.fleetErr)
+	case r.fleet != nil:
+		row("fleet database", "%d lines counted, %d lost, %d doubled, %d minutes with other counts",
+			r.fleet.counted, r.fleet.lost, r.fleet.doubled, r.fleet.other)
 	}
-	if r.fleet != nil && len(r.fleet.diffs) > 0 {
-		fmt.Fprintln(out, "\nfirst differing minutes of the fleet database (UTC):")
-		for _, d := range r.fleet.diffs {
-			fmt.Fprintln(out, "  "+d)
-		}
+}
+
+// printDiffs writes the differing minutes diffs under title, if any.
+func printDiffs(out io.Writer, title string, diffs []string) {
+	if len(diffs) == 0 {
+		return
 	}
-	for _, p := range problems {
-		fmt.Fprintln(out, "problem: "+p)
+	fmt.Fprintln(out, "\n"+title)
+	for _, d := range diffs {
+		fmt.Fprintln(out, "  "+d)
 	}
-	if r.failed() || len(problems) > 0 {
-		var why []string
-		if r.lost > 0 {
-			why = append(why, fmt.Sprintf("%d lost", r.lost))
-		}
-		if r.doubled > 0 {
-			why = append(why, fmt.Sprintf("%d doubled", r.doubled))
-		}
-		if len(why) == 0 {
-			why = append(why, "see above")
-		}
-		fmt.Fprintf(out, "\nsoak: FAIL (seed %d): %s\n", s.cfg.seed, strings.Join(why, ", "))
-		return 1
+}
+
+// why says in short why a failed run failed.
+func (r *result) why() string {
+	var why []string
+	if r.lost > 0 {
+		why = append(why, fmt.Sprintf("%d lost", r.lost))
 	}
-	fmt.Fprintf(out, "\nsoak: PASS (seed %d): every line counted once\n", s.cfg.seed)
-	return 0
+	if r.doubled > 0 {
+		why = append(why, fmt.Sprintf("%d doubled", r.doubled))
+	}
+	if len(why) == 0 {
+		why = append(why, "see above")
+	}
+	return strings.Join(why, ", ")
 }

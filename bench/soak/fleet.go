@@ -75,16 +75,23 @@ func pg(f func()) (err error) {
 // is not installed. The soak exits with 2 on it, not 1: nothing was soaked.
 var errNoPostgres = errors.New("-fleet needs the PostgreSQL server (apt-get install postgresql); fleet mode not soaked")
 
+// fleetDB is the run's fleet database, for -fleet, and its owner.
+type fleetDB struct {
+	owner  *pgOwner
+	server *pgtest.Server
+}
+
 // startFleet starts the run's fleet database, for -fleet.
 func (s *soak) startFleet() error {
 	if err := pgtest.Available(); err != nil {
 		return fmt.Errorf("%w: %v", errNoPostgres, err)
 	}
-	s.pgOwner = &pgOwner{dir: s.dir, out: s.out}
-	if err := pg(func() { s.pgServer = pgtest.Start(s.pgOwner) }); err != nil {
+	db := &fleetDB{owner: &pgOwner{dir: s.dir, out: s.out}}
+	s.fleet = db // for cleanup to close the owner, whatever Start did
+	if err := pg(func() { db.server = pgtest.Start(db.owner) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "soak: fleet database on 127.0.0.1:%d; every run ships to it as node soak\n", s.pgServer.Port())
+	fmt.Fprintf(s.out, "soak: fleet database on 127.0.0.1:%d; every run ships to it as node soak\n", db.server.Port())
 	return nil
 }
 
@@ -92,7 +99,7 @@ func (s *soak) startFleet() error {
 // for down, and starts it again on the same data and port: the daemon's
 // commits wait in its outbox meanwhile.
 func (s *soak) restartFleet(ctx context.Context, down time.Duration) error {
-	if err := pg(s.pgServer.StopImmediate); err != nil {
+	if err := pg(s.fleet.server.StopImmediate); err != nil {
 		return err
 	}
 	s.say("postgres stopped (immediate) for %s", down.Round(time.Millisecond))
@@ -109,7 +116,7 @@ func (s *soak) restartFleet(ctx context.Context, down time.Duration) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return pg(s.pgServer.Restart)
+	return pg(s.fleet.server.Restart)
 }
 
 // watchOutage polls /api/v1/status while the fleet database is down, for

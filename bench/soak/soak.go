@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/logtally/logtally/internal/pgtest"
 )
 
 type config struct {
@@ -28,15 +26,36 @@ type config struct {
 	fleet                            bool // ship to a fleet database, and stop and restart it
 }
 
-// faults counts what the soak did to the daemon and its files.
+// faults counts what the soak did to the daemon and its files, by kind.
 type faults struct {
-	kills, restarts, unexpectedExits       int
-	renames, copytruncates, rotationsDown  int
-	gzipDowntimes, gzipFiles               int
-	doubleRotationDowntimes                int
-	replays, replayLines                   int64
+	lifeFaults
+	fileFaults
+	diskFaults
+	fleetFaults
+}
+
+// lifeFaults counts the daemons' lives.
+type lifeFaults struct {
+	kills, restarts, unexpectedExits int
+}
+
+// fileFaults counts what was done to the log's files, and the replays of
+// them between two runs.
+type fileFaults struct {
+	renames, copytruncates, rotationsDown int
+	doubleRotationDowntimes               int
+	gzipDowntimes, gzipFiles              int
+	replays, replayLines                  int64
+}
+
+// diskFaults counts the database's disk filling up under a daemon.
+type diskFaults struct {
 	diskFull, diskFullFailed, killedInFull int
-	pgRestarts, pgRetrying, pgOutboxGrew   int
+}
+
+// fleetFaults counts the fleet database's outages (-fleet).
+type fleetFaults struct {
+	pgRestarts, pgRetrying, pgOutboxGrew int
 }
 
 // soak is one run: its files, its daemons and what it did to them.
@@ -50,11 +69,16 @@ type soak struct {
 	disk             *disk // nil when the disk-full fault is skipped
 	daemonLog        *os.File
 	began            time.Time
-	rng              *rand.Rand     // the controller's decisions
-	pgOwner          *pgOwner       // -fleet: the fleet database's owner
-	pgServer         *pgtest.Server // -fleet: the fleet database
+	rng              *rand.Rand // the controller's decisions
+	fleet            *fleetDB   // -fleet: the fleet database; nil without
 
-	mu                sync.Mutex // guards what the rotation goroutine shares
+	ledger
+}
+
+// ledger is what the run did and found so far, shared by the controller
+// and the rotations' goroutine under mu.
+type ledger struct {
+	mu                sync.Mutex
 	f                 faults
 	down              bool // no daemon runs
 	rotationsThisDown int
@@ -109,8 +133,8 @@ func run(ctx context.Context, c config, out io.Writer) int {
 }
 
 func (s *soak) cleanup() {
-	if s.pgOwner != nil {
-		s.pgOwner.close()
+	if s.fleet != nil {
+		s.fleet.owner.close()
 	}
 	if s.daemonLog != nil {
 		s.daemonLog.Close()
@@ -197,7 +221,7 @@ func (s *soak) runArgs(windowEnd string) []string {
 	args := []string{"run", "--db", s.dbPath, "--tz", "UTC", "--listen", s.addr, "--window-end", windowEnd,
 		"--window", s.cfg.window.String(), "--log-level", "warn"}
 	if s.cfg.fleet {
-		args = append(args, "--fleet", s.pgServer.URL(), "--node", "soak", "--fleet-refresh", "250ms")
+		args = append(args, "--fleet", s.fleet.server.URL(), "--node", "soak", "--fleet-refresh", "250ms")
 	}
 	return append(args, s.logPath())
 }
@@ -361,10 +385,9 @@ func (s *soak) soak(ctx context.Context) (*result, error) {
 // returns the daemon that runs then (nil if none does).
 func (s *soak) lives(ctx context.Context) (*daemon, error) {
 	deadline := s.began.Add(s.cfg.duration)
-	var d *daemon
 	for life := 1; time.Now().Before(deadline); life++ {
-		var err error
-		if d, err = s.start(); err != nil {
+		d, err := s.start()
+		if err != nil {
 			return nil, err
 		}
 		if life > 1 {
@@ -372,27 +395,9 @@ func (s *soak) lives(ctx context.Context) (*daemon, error) {
 			s.f.restarts++
 			s.mu.Unlock()
 		}
-		killInFull := false
-		if s.disk != nil && (life == 2 || life > 2 && s.rng.IntN(6) == 0) {
-			if killInFull, err = s.diskFull(ctx, d); err != nil {
-				return d, err
-			}
-		}
-		up := s.randDuration(100*time.Millisecond, s.cfg.maxUp)
-		if killInFull {
-			up = 0
-		}
-		if s.pgServer != nil && up > 0 && (life == 1 || s.rng.IntN(3) == 0) {
-			// The fleet database goes away while the daemon runs.
-			before := s.randDuration(0, up/2)
-			if err := sleep(ctx, before); err != nil {
-				return d, err
-			}
-			down := s.randDuration(500*time.Millisecond, 3*time.Second)
-			if err := s.restartFleet(ctx, down); err != nil {
-				return d, err
-			}
-			up = max(up-before-down, 0)
+		up, killInFull, err := s.duringLife(ctx, d, life)
+		if err != nil {
+			return d, err
 		}
 		if left := time.Until(deadline); up >= left {
 			if err := sleep(ctx, left); err != nil {
@@ -407,21 +412,7 @@ func (s *soak) lives(ctx context.Context) (*daemon, error) {
 		if err := sleep(ctx, up); err != nil {
 			return d, err
 		}
-		killed := d.kill()
-		s.ended(d)
-		s.mu.Lock()
-		if killed {
-			s.f.kills++
-		}
-		s.down, s.rotationsThisDown = true, 0
-		s.mu.Unlock()
-		if killed {
-			full := ""
-			if killInFull {
-				full = ", disk full"
-			}
-			s.say("kill -9 after %s up (VmHWM %d MB%s)", time.Since(d.started).Round(time.Millisecond), d.peakRSS()>>10, full)
-		}
+		s.kill(d, killInFull)
 		if err := s.downtime(ctx, life); err != nil {
 			return nil, err
 		}
@@ -429,16 +420,74 @@ func (s *soak) lives(ctx context.Context) (*daemon, error) {
 	return nil, nil
 }
 
+// duringLife does what happens to a daemon while it runs, besides the
+// rotations: its database's disk fills up, or the fleet database goes
+// away. It returns how much longer the daemon is to run before it is
+// killed, and whether it is to be killed while its disk is full.
+func (s *soak) duringLife(ctx context.Context, d *daemon, life int) (up time.Duration, killInFull bool, err error) {
+	if s.disk != nil && (life == 2 || life > 2 && s.rng.IntN(6) == 0) {
+		if killInFull, err = s.diskFull(ctx, d); err != nil {
+			return 0, false, err
+		}
+	}
+	up = s.randDuration(100*time.Millisecond, s.cfg.maxUp)
+	if killInFull {
+		up = 0
+	}
+	if s.fleet != nil && up > 0 && (life == 1 || s.rng.IntN(3) == 0) {
+		// The fleet database goes away while the daemon runs.
+		before := s.randDuration(0, up/2)
+		if err := sleep(ctx, before); err != nil {
+			return 0, false, err
+		}
+		down := s.randDuration(500*time.Millisecond, 3*time.Second)
+		if err := s.restartFleet(ctx, down); err != nil {
+			return 0, false, err
+		}
+		up = max(up-before-down, 0)
+	}
+	return up, killInFull, nil
+}
+
+// kill kills d as a crash would (SIGKILL), and takes note that no daemon
+// runs.
+func (s *soak) kill(d *daemon, inFullDisk bool) {
+	killed := d.kill()
+	s.ended(d)
+	s.mu.Lock()
+	if killed {
+		s.f.kills++
+	}
+	s.down, s.rotationsThisDown = true, 0
+	s.mu.Unlock()
+	if killed {
+		full := ""
+		if inFullDisk {
+			full = ", disk full"
+		}
+		s.say("kill -9 after %s up (VmHWM %d MB%s)", time.Since(d.started).Round(time.Millisecond), d.peakRSS()>>10, full)
+	}
+}
+
+// growIfFull grows the database's disk if a disk-full episode left it
+// full, and reports whether it did.
+func (s *soak) growIfFull() (bool, error) {
+	if s.disk == nil {
+		return false, nil
+	}
+	if _, err := os.Stat(s.disk.filler); err != nil {
+		return false, nil
+	}
+	return true, s.disk.grow(diskMore)
+}
+
 // downtime is what happens between two runs: rotations, gzip of rotated
 // files, a replay, a pause. The first downtime does all of them.
 func (s *soak) downtime(ctx context.Context, life int) error {
-	if s.disk != nil {
-		if _, err := os.Stat(s.disk.filler); err == nil {
-			if err := s.disk.grow(diskMore); err != nil {
-				return err
-			}
-			s.say("disk grown to %d MiB while down", s.disk.size>>20)
-		}
+	if grown, err := s.growIfFull(); err != nil {
+		return err
+	} else if grown {
+		s.say("disk grown to %d MiB while down", s.disk.size>>20)
 	}
 	first := life == 1
 	if first || s.rng.IntN(4) == 0 {
@@ -465,7 +514,7 @@ func (s *soak) downtime(ctx context.Context, life int) error {
 	}
 	// replay has no fleet mode: what it counts would never reach the fleet
 	// database (docs/fleet.md), so a fleet soak does not replay.
-	if s.pgServer == nil && (first || s.rng.IntN(3) == 0) {
+	if s.fleet == nil && (first || s.rng.IntN(3) == 0) {
 		if err := s.replay(ctx, s.rng.IntN(2) == 0); err != nil {
 			return err
 		}

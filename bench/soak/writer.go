@@ -43,26 +43,47 @@ type writer struct {
 	rate    int
 	written int64
 	hits    []hit
-	format  *parser.Format
-	rules   *classify.Classifier
-	rec     parser.Record
+	judge   judge
 	buf     []byte
 	err     error // first write error; writing stops
 
 	// rot is held by whatever renames the log's files (a rotation, a gzip)
 	// or needs them to keep their names (a replay).
 	rot sync.Mutex
-	// Counted under rot.
-	renames, copytruncates int
 }
 
-func newWriter(path string, seed uint64, rate int, start time.Time) (*writer, error) {
+// judge tells what a line counts for, as the daemon's own parser and
+// classifier (with their default settings) see it.
+type judge struct {
+	format *parser.Format
+	rules  *classify.Classifier
+	rec    parser.Record
+}
+
+func newJudge() (judge, error) {
 	format, err := parser.New("combined")
 	if err != nil {
-		return nil, err
+		return judge{}, err
 	}
 	// The salt only changes the visitors' hashes, not which are distinct.
 	rules, err := classify.New(classify.DefaultConfig(), 0)
+	if err != nil {
+		return judge{}, err
+	}
+	return judge{format: format, rules: rules}, nil
+}
+
+// hit returns what line counts for.
+func (j *judge) hit(line []byte) (hit, error) {
+	if err := j.format.Parse(line, &j.rec); err != nil {
+		return hit{}, fmt.Errorf("the generator wrote a line the parser rejects (%v): %q", err, line)
+	}
+	h := j.rules.Classify(&j.rec)
+	return hit{sec: h.Time, bytes: h.Bytes, visitor: h.Visitor, pageView: h.PageView}, nil
+}
+
+func newWriter(path string, seed uint64, rate int, start time.Time) (*writer, error) {
+	j, err := newJudge()
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +93,7 @@ func newWriter(path string, seed uint64, rate int, start time.Time) (*writer, er
 	}
 	gen := loggen.New(loggen.Config{Seed: seed, Start: start, Step: time.Second / time.Duration(rate),
 		Hosts: 3000, Paths: 60})
-	return &writer{path: path, f: f, gen: gen, start: start, rate: rate, format: format, rules: rules}, nil
+	return &writer{path: path, f: f, gen: gen, start: start, rate: rate, judge: j}, nil
 }
 
 // writeDue writes every line due by now: line k is due, and stamped, at
@@ -88,12 +109,12 @@ func (w *writer) writeDue(now time.Time) error {
 	for n := w.written; n < due; n++ {
 		from := len(w.buf)
 		w.buf = w.gen.Line(w.buf)
-		if err := w.format.Parse(w.buf[from:], &w.rec); err != nil {
-			w.err = fmt.Errorf("the generator wrote a line the parser rejects (%v): %q", err, w.buf[from:])
+		h, err := w.judge.hit(w.buf[from:])
+		if err != nil {
+			w.err = err
 			return w.err
 		}
-		h := w.rules.Classify(&w.rec)
-		w.hits = append(w.hits, hit{sec: h.Time, bytes: h.Bytes, visitor: h.Visitor, pageView: h.PageView})
+		w.hits = append(w.hits, h)
 	}
 	if len(w.buf) == 0 {
 		return nil
@@ -123,7 +144,7 @@ func (w *writer) run(stop <-chan struct{}, tick time.Duration) error {
 	}
 }
 
-// Written returns the lines written so far and what they count for.
+// truth returns the lines written so far and what they count for.
 func (w *writer) truth() (int64, []hit) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -196,7 +217,6 @@ func (w *writer) rotate(copytruncate bool) error {
 		if err := w.f.Truncate(0); err != nil {
 			return err
 		}
-		w.copytruncates++
 		return nil
 	}
 	if err := os.Rename(w.path, first); err != nil {
@@ -208,7 +228,6 @@ func (w *writer) rotate(copytruncate bool) error {
 	}
 	w.f.Close()
 	w.f = f
-	w.renames++
 	return nil
 }
 
