@@ -70,19 +70,15 @@ func run(c config) error {
 	}
 	request := []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host +
 		"\r\nAccept: text/event-stream\r\nUser-Agent: logtally-bench-events\r\n\r\n")
-
-	clients := make([]*client, c.clients)
 	began := time.Now()
-	for i := range clients {
-		cl, status, err := open(u.Host, request)
-		if err != nil {
-			return fmt.Errorf("client %d: %w", i+1, err)
+	clients, err := connect(c, u.Host, request)
+	defer func() {
+		for _, cl := range clients {
+			cl.conn.Close()
 		}
-		if status != 200 {
-			return fmt.Errorf("client %d: status %d (is --max-streams at least %d?)", i+1, status, c.clients)
-		}
-		defer cl.conn.Close()
-		clients[i] = cl
+	}()
+	if err != nil {
+		return err
 	}
 	connectSecs := time.Since(began).Seconds()
 	fmt.Printf("%sconnected=%d\n", c.prefix, len(clients))
@@ -105,7 +101,38 @@ func run(c config) error {
 		wg.Go(cl.read)
 	}
 	wg.Wait()
+	out := append([][2]string{
+		{"clients", fmt.Sprint(len(clients))},
+		{"connect_s", fmt.Sprintf("%.2f", connectSecs)},
+		{"over_limit_status", overStatus},
+	}, received(c, clients)...)
+	for _, kv := range out {
+		fmt.Printf("%s%s=%s\n", c.prefix, kv[0], kv[1])
+	}
+	return nil
+}
 
+// connect opens c.clients streams, each of which must be accepted. It
+// returns the clients it opened, also with an error.
+func connect(c config, host string, request []byte) ([]*client, error) {
+	var clients []*client
+	for i := range c.clients {
+		cl, status, err := open(host, request)
+		if err != nil {
+			return clients, fmt.Errorf("client %d: %w", i+1, err)
+		}
+		clients = append(clients, cl)
+		if status != 200 {
+			return clients, fmt.Errorf("client %d: status %d (is --max-streams at least %d?)", i+1, status, c.clients)
+		}
+	}
+	return clients, nil
+}
+
+// received returns what the clients received in c.duration: events per
+// client and second, the longest gaps between two events, the bytes, and
+// how many streams the daemon ended early.
+func received(c config, clients []*client) [][2]string {
 	var events, gaps []float64
 	var total int64
 	ended := 0
@@ -122,10 +149,7 @@ func run(c config) error {
 	q := func(v []float64, p float64) string {
 		return fmt.Sprintf("%.1f", v[min(len(v)-1, int(p*float64(len(v))))])
 	}
-	out := [][2]string{
-		{"clients", fmt.Sprint(len(clients))},
-		{"connect_s", fmt.Sprintf("%.2f", connectSecs)},
-		{"over_limit_status", overStatus},
+	return [][2]string{
 		{"seconds", fmt.Sprintf("%.1f", c.duration.Seconds())},
 		{"per_client_per_s_min", q(events, 0)},
 		{"per_client_per_s_p50", q(events, 0.5)},
@@ -134,10 +158,6 @@ func run(c config) error {
 		{"mb_per_s", fmt.Sprintf("%.1f", float64(total)/1e6/c.duration.Seconds())},
 		{"ended_early", fmt.Sprint(ended)},
 	}
-	for _, kv := range out {
-		fmt.Printf("%s%s=%s\n", c.prefix, kv[0], kv[1])
-	}
-	return nil
 }
 
 // open connects one client and reads its response's status and headers.

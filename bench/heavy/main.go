@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -38,70 +39,91 @@ func main() {
 	}
 	client := &http.Client{Timeout: 60 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: *clients, MaxConnsPerHost: *clients}}
-	var mu sync.Mutex
-	codes := map[string]int{}
-	var latencies []time.Duration // of 200s
-	var bytes int64
+	var got answers
 	end := time.Now().Add(*duration)
 	var wg sync.WaitGroup
 	began := time.Now()
 	for i := range *clients {
 		url := "http://" + *addr + queries[i%len(queries)]
-		wg.Go(func() {
-			for time.Now().Before(end) {
-				t := time.Now()
-				resp, err := client.Get(url)
-				code := "error"
-				var wait time.Duration
-				var n int64
-				if err == nil {
-					n, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					code = strconv.Itoa(resp.StatusCode)
-					if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-						wait = time.Duration(s) * time.Second
-					}
-				}
-				mu.Lock()
-				codes[code]++
-				if code == "200" {
-					latencies = append(latencies, time.Since(t))
-					bytes += n
-				}
-				mu.Unlock()
-				if err != nil {
-					wait = 100 * time.Millisecond
-				}
-				time.Sleep(min(wait, time.Until(end)))
-			}
-		})
+		wg.Go(func() { ask(client, url, end, &got) })
 	}
 	wg.Wait()
-	elapsed := time.Since(began).Seconds()
-	slices.Sort(latencies)
-	pct := func(p float64) time.Duration {
-		if len(latencies) == 0 {
-			return 0
-		}
-		return latencies[int(p*float64(len(latencies)-1))]
-	}
-	var names []string
-	for c := range codes {
-		names = append(names, c)
-	}
-	slices.Sort(names)
-	var parts []string
-	for _, c := range names {
-		parts = append(parts, fmt.Sprintf("%s: %d", c, codes[c]))
-	}
-	fmt.Printf("clients %d, %.1f s: %s\n", *clients, elapsed, strings.Join(parts, ", "))
-	fmt.Printf("answered (200): %.1f req/s, p50 %s, p99 %s, max %s, %.1f MB of bodies\n",
-		float64(codes["200"])/elapsed, pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond),
-		pct(1).Round(time.Millisecond), float64(bytes)/1e6)
-	fmt.Printf("refused (429): %d\n", codes["429"])
+	got.print(*clients, time.Since(began).Seconds())
 	if *pid != 0 {
 		fmt.Printf("daemon peak RSS (VmHWM): %s\n", procStatus(*pid, "VmHWM"))
 	}
+}
+
+// answers is what the clients got, by status code; of 200s, their
+// latencies and bytes.
+type answers struct {
+	mu        sync.Mutex
+	codes     map[string]int
+	latencies []time.Duration
+	bytes     int64
+}
+
+// add records one answer: its code ("error" if none came), and for a 200,
+// how long it took and its body's bytes.
+func (a *answers) add(code string, latency time.Duration, n int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.codes == nil {
+		a.codes = map[string]int{}
+	}
+	a.codes[code]++
+	if code == "200" {
+		a.latencies = append(a.latencies, latency)
+		a.bytes += n
+	}
+}
+
+// ask sends url again as soon as it has an answer, until end; after a 429
+// it waits as Retry-After says, as the dashboard would.
+func ask(client *http.Client, url string, end time.Time, got *answers) {
+	for time.Now().Before(end) {
+		t := time.Now()
+		resp, err := client.Get(url)
+		code := "error"
+		var wait time.Duration
+		var n int64
+		if err == nil {
+			n, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			code = strconv.Itoa(resp.StatusCode)
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+				wait = time.Duration(s) * time.Second
+			}
+		}
+		got.add(code, time.Since(t), n)
+		if err != nil {
+			wait = 100 * time.Millisecond
+		}
+		time.Sleep(min(wait, time.Until(end)))
+	}
+}
+
+// print writes the answers of clients over elapsed seconds: each code's
+// count, the rate and latencies of 200s, the 429s.
+func (a *answers) print(clients int, elapsed float64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	slices.Sort(a.latencies)
+	pct := func(p float64) time.Duration {
+		if len(a.latencies) == 0 {
+			return 0
+		}
+		return a.latencies[int(p*float64(len(a.latencies)-1))]
+	}
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(a.codes)) {
+		parts = append(parts, fmt.Sprintf("%s: %d", c, a.codes[c]))
+	}
+	fmt.Printf("clients %d, %.1f s: %s\n", clients, elapsed, strings.Join(parts, ", "))
+	fmt.Printf("answered (200): %.1f req/s, p50 %s, p99 %s, max %s, %.1f MB of bodies\n",
+		float64(a.codes["200"])/elapsed, pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond),
+		pct(1).Round(time.Millisecond), float64(a.bytes)/1e6)
+	fmt.Printf("refused (429): %d\n", a.codes["429"])
 }
 
 // procStatus returns a field of /proc/PID/status.

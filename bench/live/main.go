@@ -112,50 +112,51 @@ func run(ctx context.Context, c config) ([][2]string, error) {
 
 	client := &http.Client{Timeout: 5 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
-	var base int64
+	var rec recorder
+	var p *poller
 	if c.url != "" {
-		if base, err = requests(ctx, client, c.url); err != nil {
+		base, err := requests(ctx, client, c.url)
+		if err != nil {
 			return nil, fmt.Errorf("first poll: %w", err)
 		}
+		p = startPoller(ctx, client, c, base, &rec)
+		defer p.close()
 	}
-
-	var rec recorder
-	pollCtx, stopPoll := context.WithCancel(ctx)
-	defer stopPoll()
-	var polls sync.WaitGroup
-	var pollErrs atomic.Int64
-	if c.url != "" {
-		polls.Add(1)
-		go func() {
-			defer polls.Done()
-			t := time.NewTicker(c.poll)
-			defer t.Stop()
-			for {
-				select {
-				case <-pollCtx.Done():
-					return
-				case <-t.C:
-				}
-				n, err := requests(pollCtx, client, c.url)
-				if err != nil {
-					pollErrs.Add(1)
-					continue
-				}
-				rec.saw(n-base, time.Now())
-			}
-		}()
+	n, began, stoppedAt, err := writeLines(f, c, &rec)
+	if err != nil {
+		return nil, err
 	}
+	wroteFor := stoppedAt.Sub(began)
+	out := [][2]string{
+		{"rate_target", fmt.Sprint(c.rate)},
+		{"seconds", fmt.Sprintf("%.1f", wroteFor.Seconds())},
+		{"written", fmt.Sprint(n)},
+		{"rate_achieved", fmt.Sprintf("%.0f", float64(n)/wroteFor.Seconds())},
+	}
+	if c.url == "" {
+		return out, nil
+	}
+	catch := "n/a"
+	if caughtUp := rec.drain(n, stoppedAt, c); caughtUp >= 0 {
+		catch = fmt.Sprintf("%.2f", caughtUp.Seconds())
+	}
+	pollErrs := p.close()
+	out = append(out, rec.latencies()...)
+	return append(out, [2]string{"catchup_s", catch}, [2]string{"poll_errors", fmt.Sprint(pollErrs)}), nil
+}
 
-	// Write on a schedule: at each tick, every line due by now. A late tick
-	// writes more, so the rate holds over the run.
-	now := time.Now()
-	g := loggen.New(loggen.Config{Seed: c.seed, Start: now, Step: time.Second / time.Duration(c.rate),
+// writeLines writes c.rate lines a second to f for c.duration, on a
+// schedule: at each tick, every line due by now. A late tick writes more,
+// so the rate holds over the run. It returns how many lines it wrote, and
+// when it began and stopped.
+func writeLines(f *os.File, c config, rec *recorder) (n int64, began, stopped time.Time, err error) {
+	began = time.Now()
+	g := loggen.New(loggen.Config{Seed: c.seed, Start: began, Step: time.Second / time.Duration(c.rate),
 		Hosts: 20_000, Paths: 2_000})
-	began := now
 	end := began.Add(c.duration)
 	t := time.NewTicker(c.tick)
+	defer t.Stop()
 	var buf []byte
-	var n int64
 	for now := began; now.Before(end); now = <-t.C {
 		due := int64(now.Sub(began).Seconds() * float64(c.rate))
 		buf = buf[:0]
@@ -166,48 +167,81 @@ func run(ctx context.Context, c config) ([][2]string, error) {
 			continue
 		}
 		if _, err := f.Write(buf); err != nil {
-			t.Stop()
-			return nil, err
+			return n, began, time.Now(), err
 		}
 		rec.wrote(n, time.Now())
 	}
-	t.Stop()
-	stoppedAt := time.Now()
-	wroteFor := stoppedAt.Sub(began)
+	return n, began, time.Now(), nil
+}
 
-	out := [][2]string{
-		{"rate_target", fmt.Sprint(c.rate)},
-		{"seconds", fmt.Sprintf("%.1f", wroteFor.Seconds())},
-		{"written", fmt.Sprint(n)},
-		{"rate_achieved", fmt.Sprintf("%.0f", float64(n)/wroteFor.Seconds())},
-	}
-	if c.url == "" {
-		return out, nil
-	}
+// poller polls the daemon's request count, every c.poll on a goroutine of
+// its own, and tells a recorder what it saw.
+type poller struct {
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	errs   atomic.Int64
+}
 
-	// Drain: wait for the daemon to count everything written.
+// startPoller starts polling c.url; base is the request count before the
+// first line was written.
+func startPoller(ctx context.Context, client *http.Client, c config, base int64, rec *recorder) *poller {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &poller{cancel: cancel}
+	p.done.Add(1)
+	go func() {
+		defer p.done.Done()
+		t := time.NewTicker(c.poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n, err := requests(ctx, client, c.url)
+			if err != nil {
+				p.errs.Add(1)
+				continue
+			}
+			rec.saw(n-base, time.Now())
+		}
+	}()
+	return p
+}
+
+// close stops polling, waits for the poll under way, and returns how many
+// polls failed.
+func (p *poller) close() int64 {
+	p.cancel()
+	p.done.Wait()
+	return p.errs.Load()
+}
+
+// drain waits, at most c.drain, for the daemon to count all n lines
+// written, and returns how long after stoppedAt that was, or -1.
+func (r *recorder) drain(n int64, stoppedAt time.Time, c config) time.Duration {
 	deadline := time.After(c.drain)
-	caughtUp := time.Duration(-1)
-wait:
 	for {
-		if rec.visible.Load() >= n {
-			caughtUp = time.Since(stoppedAt)
-			break
+		if r.visible.Load() >= n {
+			return time.Since(stoppedAt)
 		}
 		select {
 		case <-deadline:
-			break wait
+			return -1
 		case <-time.After(c.poll):
 		}
 	}
-	stopPoll()
-	polls.Wait()
+}
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	lat := slices.Clone(rec.latency)
+// latencies returns what the polls saw of the writes: how many there were,
+// how long each took to become visible (percentiles), and the largest
+// backlog. It is called once polling stopped.
+func (r *recorder) latencies() [][2]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lat := slices.Clone(r.latency)
 	slices.Sort(lat)
-	unseen := len(rec.writes) - rec.next
+	unseen := len(r.writes) - r.next
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
 	pct := func(p float64) string {
 		// Writes never seen count as slower than any seen one.
@@ -218,26 +252,19 @@ wait:
 		}
 		return ms(lat[max(i, 0)])
 	}
-	catch := "n/a"
-	if caughtUp >= 0 {
-		catch = fmt.Sprintf("%.2f", caughtUp.Seconds())
-	}
 	maxLat := "n/a"
 	if len(lat) > 0 && unseen == 0 {
 		maxLat = ms(lat[len(lat)-1])
 	}
-	out = append(out,
-		[2]string{"visible", fmt.Sprint(rec.visible.Load())},
-		[2]string{"writes", fmt.Sprint(len(rec.writes))},
-		[2]string{"unseen_writes", fmt.Sprint(unseen)},
-		[2]string{"p50_ms", pct(0.50)},
-		[2]string{"p99_ms", pct(0.99)},
-		[2]string{"max_ms", maxLat},
-		[2]string{"backlog_max_lines", fmt.Sprint(rec.backlog)},
-		[2]string{"catchup_s", catch},
-		[2]string{"poll_errors", fmt.Sprint(pollErrs.Load())},
-	)
-	return out, nil
+	return [][2]string{
+		{"visible", fmt.Sprint(r.visible.Load())},
+		{"writes", fmt.Sprint(len(r.writes))},
+		{"unseen_writes", fmt.Sprint(unseen)},
+		{"p50_ms", pct(0.50)},
+		{"p99_ms", pct(0.99)},
+		{"max_ms", maxLat},
+		{"backlog_max_lines", fmt.Sprint(r.backlog)},
+	}
 }
 
 // requests returns the window's request count from /api/v1/stats.

@@ -78,75 +78,104 @@ type worker struct {
 	late      int // requests the generator sent more than a millisecond late
 }
 
+// schedule is when each request is meant to be sent: request i at
+// start + i*interval, for i below total.
+type schedule struct {
+	start    time.Time
+	interval time.Duration
+	total    int
+}
+
 func run(c config) ([][2]string, error) {
 	u, err := url.Parse(c.url)
 	if err != nil || u.Scheme != "http" {
 		return nil, fmt.Errorf("-url %q: want http://host:port/path", c.url)
 	}
-	request := []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: logtally-bench-load\r\n\r\n")
-	conns := make([]*conn, c.conns)
-	for k := range conns {
-		nc, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
-		if err != nil {
-			return nil, err
+	conns, err := dial(c, u)
+	defer func() {
+		for _, cn := range conns {
+			cn.c.Close()
 		}
-		defer nc.Close()
-		conns[k] = &conn{c: nc, r: bufio.NewReaderSize(nc, 16<<10), request: request}
-		// One request first, so that a wrong URL fails loudly rather
-		// than as a run of errors.
-		if err := conns[k].get(); err != nil {
-			return nil, fmt.Errorf("GET %s: %w", c.url, err)
-		}
+	}()
+	if err != nil {
+		return nil, err
 	}
-
-	total := int(int64(c.rate) * int64(c.duration) / int64(time.Second))
-	interval := time.Second / time.Duration(c.rate)
+	s := schedule{
+		total:    int(int64(c.rate) * int64(c.duration) / int64(time.Second)),
+		interval: time.Second / time.Duration(c.rate),
+		start:    time.Now().Add(10 * time.Millisecond),
+	}
 	workers := make([]worker, c.conns)
-	start := time.Now().Add(10 * time.Millisecond)
 	var wg sync.WaitGroup
 	for k := range workers {
-		w, cn := &workers[k], conns[k]
-		w.latencies = make([]time.Duration, 0, total/c.conns+1)
-		wg.Go(func() {
-			for i := k; i < total; i += c.conns {
-				at := start.Add(time.Duration(i) * interval)
-				from := at // held up by the server: from the intended time
-				if d := time.Until(at); d > 0 {
-					time.Sleep(d)
-					if from = time.Now(); from.Sub(at) > time.Millisecond {
-						w.late++
-					}
-				}
-				w.lastSend = time.Now()
-				err := cn.get()
-				w.latencies = append(w.latencies, time.Since(from))
-				if err != nil {
-					w.errors++
-					if cn.broken {
-						return // the rest of its share is not sent, so rate_achieved shows it
-					}
-				}
-			}
-		})
+		w := &workers[k]
+		w.latencies = make([]time.Duration, 0, s.total/c.conns+1)
+		wg.Go(func() { w.send(conns[k], s, k, c.conns) })
 	}
 	wg.Wait()
+	return summary(c, s, workers), nil
+}
+
+// dial opens c.conns connections to u and sends one request on each, so
+// that a wrong URL fails loudly rather than as a run of errors. It returns
+// the connections it opened, also with an error.
+func dial(c config, u *url.URL) ([]*conn, error) {
+	request := []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: logtally-bench-load\r\n\r\n")
+	var conns []*conn
+	for range c.conns {
+		nc, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+		if err != nil {
+			return conns, err
+		}
+		cn := &conn{c: nc, r: bufio.NewReaderSize(nc, 16<<10), request: request}
+		conns = append(conns, cn)
+		if err := cn.get(); err != nil {
+			return conns, fmt.Errorf("GET %s: %w", c.url, err)
+		}
+	}
+	return conns, nil
+}
+
+// send sends requests k, k+step, k+step*2, ... of s on cn, each at its time.
+func (w *worker) send(cn *conn, s schedule, k, step int) {
+	for i := k; i < s.total; i += step {
+		at := s.start.Add(time.Duration(i) * s.interval)
+		from := at // held up by the server: from the intended time
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+			if from = time.Now(); from.Sub(at) > time.Millisecond {
+				w.late++
+			}
+		}
+		w.lastSend = time.Now()
+		err := cn.get()
+		w.latencies = append(w.latencies, time.Since(from))
+		if err != nil {
+			w.errors++
+			if cn.broken {
+				return // the rest of its share is not sent, so rate_achieved shows it
+			}
+		}
+	}
+}
+
+// summary returns the rate achieved, the errors and the latencies of the
+// workers.
+func summary(c config, s schedule, workers []worker) [][2]string {
 	// The rate sent: requests over the time from the schedule's start to
 	// the last send, plus one interval (the last request's share).
 	var last time.Time
+	var all []time.Duration
+	errors, late := 0, 0
 	for _, w := range workers {
 		if w.lastSend.After(last) {
 			last = w.lastSend
 		}
-	}
-	elapsed := last.Sub(start) + interval
-
-	var all []time.Duration
-	errors, late := 0, 0
-	for _, w := range workers {
 		all = append(all, w.latencies...)
 		errors += w.errors
 		late += w.late
 	}
+	elapsed := last.Sub(s.start) + s.interval
 	slices.Sort(all)
 	q := func(p float64) string {
 		if len(all) == 0 {
@@ -166,7 +195,7 @@ func run(c config) ([][2]string, error) {
 		{"p99_ms", q(0.99)},
 		{"p999_ms", q(0.999)},
 		{"max_ms", q(1)},
-	}, nil
+	}
 }
 
 // conn is one keep-alive connection.
