@@ -104,8 +104,14 @@ func (f *Format) assemble(vals *values, r *Record) error {
 		return err
 	}
 	f.headers(vals, r)
+	if vals.set&requestTimeRoles == 0 {
+		return nil
+	}
 	return vals.requestTime(r)
 }
+
+// requestTimeRoles has a bit for each role of a request time field.
+const requestTimeRoles = 1<<roleRequestTime | 1<<roleRequestTimeUS | 1<<roleRequestTimeMS | 1<<roleRequestTimeS
 
 // has reports whether the format has a field of role ro.
 func (vals *values) has(ro role) bool { return vals.set&(1<<ro) != 0 }
