@@ -272,6 +272,25 @@ func TestPanicNotOfTheFileGoesOn(t *testing.T) {
 	t.Errorf("the read returned %v", err)
 }
 
+// TestPanicInPathReadLeavesNoTransaction: a panic while a read pairs the
+// path log's counts with its transaction rolls the transaction back. One
+// left open would hold bbolt's mapping of the file: the next commit that
+// grows the file would wait for it for ever.
+func TestPanicInPathReadLeavesNoTransaction(t *testing.T) {
+	s, err := Open(Config{Path: filledDB(t), TZ: "UTC"}, fixedNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { recover() }()
+		s.def.pathsView(func(*bolt.Tx) bool { panic("a bug") }, nil)
+	}()
+	if n := s.db.Stats().OpenTxN; n != 0 {
+		t.Fatalf("%d read transactions left open: the store cannot even close", n)
+	}
+	s.Close()
+}
+
 // TestCheckHealthyFile: a file as the store leaves it has no damage, and
 // Check changes nothing in it.
 func TestCheckHealthyFile(t *testing.T) {

@@ -167,18 +167,27 @@ func addDayPaths(dpb *bolt.Bucket, day uint32, counts map[string]int64) error {
 func (s *Site) pathsView(inStep func(tx *bolt.Tx) bool, fn func(tx *bolt.Tx) error) error {
 	return s.st.guarded(func() error {
 		for {
-			tx, err := s.db.Begin(false)
-			if err != nil {
+			if again, err := s.pathsTry(inStep, fn); !again {
 				return err
 			}
-			if !inStep(tx) {
-				tx.Rollback()
-				continue
-			}
-			defer tx.Rollback()
-			return fn(tx)
 		}
 	})
+}
+
+// pathsTry is one try of pathsView: it runs fn in a new read transaction
+// if inStep reports the counts in step with it, and reports whether they
+// were not. The transaction is rolled back whatever happens, a panic
+// included: one left open would keep bbolt from growing the file.
+func (s *Site) pathsTry(inStep func(tx *bolt.Tx) bool, fn func(tx *bolt.Tx) error) (again bool, err error) {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if !inStep(tx) {
+		return true, nil
+	}
+	return false, fn(tx)
 }
 
 // Totals returns the counts of the whole days from the day of from to the
