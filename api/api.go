@@ -2,31 +2,25 @@
 //
 // The hot endpoints answer from the window's last published snapshot, so a
 // request never waits on ingest and costs the same however fast lines come
-// in. Every error, including unknown paths and wrong methods, is a JSON body
-// with the matching status; internals never leak into it.
+// in; the event stream is woken by each publish. The endpoints that answer
+// for this node or for the fleet are written once, against a source that
+// either is. Every error, including unknown paths and wrong methods, is an
+// *Error that one writer turns into its status and a JSON body; internals
+// never leak into it.
 package api
 
 import (
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/logtally/logtally"
 	"github.com/prometheus/client_golang/prometheus"
-)
-
-// Limits on query parameters.
-const (
-	DefaultPagesLimit = 10
-	MaxPagesLimit     = logtally.MaxPages
 )
 
 // Config is the API's operator settings.
@@ -106,6 +100,10 @@ type Deps struct {
 	// day there. UTC if nil.
 	Zone   *time.Location
 	Logger *slog.Logger // discards if nil
+	// Published returns a channel that the next publish of Snapshot
+	// closes (window.Window.Published): the event stream waits on it. With
+	// none, a stream gets the snapshot of when it opened, and heartbeats.
+	Published func() <-chan struct{}
 	// Fleet, in fleet mode, is what the API answers from by default; nil
 	// without fleet mode. See Fleet.
 	Fleet *Fleet
@@ -136,222 +134,72 @@ type Server struct {
 	cfg          Config
 	deps         Deps
 	router       *mux.Router
-	cache        atomic.Pointer[rendered]
 	cacheControl []string
-	metrics      *routeMetrics
-	streams      *streams // nil when the event stream is off
-	heavy        *heavy   // caps the heavy history queries
+	metrics      *prometheus.CounterVec // requests by route and status; nil without Deps.Metrics
+	streams      *streams               // nil when the event stream is off
+	heavy        *heavy                 // caps the heavy history queries
 
-	fleetCache   atomic.Pointer[rendered] // bodies of the fleet's current View
-	fleetHistory *Server                  // answers history from the fleet database; nil without fleet mode
-	fleetOnly    bool                     // this is a fleetHistory: errors are the database's, 503
-
-	sites siteServers // the Servers of ?site=
-	part  string      // what a ?site= or ?counter= Server answers for, "site" or "counter"; "" for the daemon's
+	own   part      // all the daemon counts
+	sites siteParts // the parts of ?site=
 }
 
 // New returns the API handler.
 func New(cfg Config, deps Deps) *Server {
-	if deps.Logger == nil {
-		deps.Logger = slog.New(slog.DiscardHandler)
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
-	if deps.Zone == nil {
-		deps.Zone = time.UTC
-	}
-	if deps.Ready == nil {
-		deps.Ready = func() error { return nil }
-	}
+	deps = deps.withDefaults()
 	if cfg.StreamSendTimeout <= 0 {
 		cfg.StreamSendTimeout = DefaultStreamSendTimeout
 	}
 	if cfg.MaxHeavy <= 0 {
 		cfg.MaxHeavy = DefaultMaxHeavy
 	}
-	s := &Server{cfg: cfg, deps: deps, router: mux.NewRouter()}
-	// A path with // or .. names no endpoint: a JSON 404, rather than the
-	// router's redirect to the cleaned path, with an empty body.
-	s.router.SkipClean(true)
-	s.cacheControl = []string{"no-cache"}
+	s := &Server{cfg: cfg, deps: deps, router: mux.NewRouter(), cacheControl: []string{"no-cache"},
+		own: part{node: &nodeSource{snapshot: deps.Snapshot, hist: deps.History}}}
 	if age := int(cfg.CacheMaxAge / time.Second); age > 0 {
 		s.cacheControl = []string{"public, max-age=" + strconv.Itoa(age)}
 	}
-	if deps.Metrics != nil {
-		s.metrics = &routeMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "logtally_api_requests_total", Help: "API requests by route and status.",
-		}, []string{"route", "code"})}
-		deps.Metrics.MustRegister(s.metrics.requests)
-		s.router.Handle("/metrics", metricsHandler(deps.Metrics)).Methods(http.MethodGet, http.MethodHead)
+	if deps.Fleet != nil {
+		s.own.fleet = &fleetSource{fleet: deps.Fleet}
 	}
 	s.heavy = newHeavy(cfg.MaxHeavy, deps.Logger, deps.Metrics)
-	get := func(path string, h http.HandlerFunc) {
-		s.router.HandleFunc(path, s.counted(path, h)).Methods(http.MethodGet, http.MethodHead)
-	}
-	if deps.Fleet != nil {
-		s.fleetHistory = newFleetHistory(cfg, deps)
-	}
-	// ?site= answers for one site: in fleet mode, from the fleet database
-	// (see Fleet.Site).
-	get("/api/v1/stats", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.stats, s.fleetStats) }))
-	get("/api/v1/pages", s.limited(s.pagesCost, s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pages, s.fleetPages) })))
-	get("/api/v1/pages/count", s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.pageCounts, s.fleetPageCounts) }))
-	get("/api/v1/series", s.limited(s.seriesCost, s.countered(s.sited(func(s *Server) http.HandlerFunc { return s.scoped(s.series, s.fleetSeries) }))))
-	get("/api/v1/sites", s.sitesList)
-	get("/api/v1/counters", s.counters)
-	get("/api/v1/counters/{name}", s.counterKeys)
-	get("/api/v1/counters/{name}/top", s.counterTop)
-	get("/api/v1/ratios/{name}/top", s.ratioTop)
-	get("/api/v1/status", s.status)
-	get("/healthz", s.healthz)
-	get("/readyz", s.readyz)
 	if cfg.MaxStreams > 0 {
-		s.streams = newStreams(cfg.MaxStreams, s.liveSnapshot, func() {
+		s.streams = newStreams(cfg.MaxStreams, s.liveSnapshot, s.published, func() {
 			if c := s.live(); c != nil {
 				c.eventBody(DefaultPagesLimit)
 			}
 		})
 	}
-	s.router.HandleFunc("/api/v1/events", s.counted("/api/v1/events", s.events)).Methods(http.MethodGet)
-	if cfg.Dashboard {
-		s.dashboard(get)
-	}
-	s.router.NotFoundHandler = s.counted("unknown", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
-	})
-	s.router.MethodNotAllowedHandler = s.counted("method", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
-	})
+	s.routes()
 	return s
 }
 
-// ServeHTTP implements http.Handler.
+// withDefaults returns d with its optional fields that are nil set to
+// their defaults.
+func (d Deps) withDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Zone == nil {
+		d.Zone = time.UTC
+	}
+	if d.Ready == nil {
+		d.Ready = func() error { return nil }
+	}
+	return d
+}
+
+// ServeHTTP implements http.Handler: CORS first, then the refusal of a
+// request no endpoint could read, then the route (see routes).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cors(w, r) || s.refuse(w, r) {
+	if s.cors(w, r) {
+		return
+	}
+	if err := refused(r); err != nil {
+		s.count("refused", statusOf(asError(err).Code))
+		s.writeError(w, r, err)
 		return
 	}
 	s.router.ServeHTTP(w, r)
-}
-
-// Stats is the body of GET /api/v1/stats.
-type Stats struct {
-	From          time.Time `json:"from"`
-	To            time.Time `json:"to"`
-	WindowSeconds int64     `json:"window_seconds"`
-	Visitors      int64     `json:"visitors"`
-	// Approximate is present, and true, when Visitors is an estimate: the
-	// window holds more visitors than --max-visitors.
-	Approximate bool  `json:"approximate,omitempty"`
-	PageViews   int64 `json:"pageviews"`
-	Requests    int64 `json:"requests"`
-	Rejected    int64 `json:"rejected"` // lines rejected in the window
-	// AsOf, in fleet mode, is when the fleet's counts were read: they are
-	// at most this old. Absent from a node's own answers, which are live.
-	AsOf time.Time `json:"as_of,omitzero"`
-}
-
-// Pages is the body of GET /api/v1/pages without from and to: the live
-// window's top pages.
-type Pages struct {
-	From          time.Time            `json:"from"`
-	To            time.Time            `json:"to"`
-	WindowSeconds int64                `json:"window_seconds"`
-	Pages         []logtally.PageCount `json:"pages"`
-	AsOf          time.Time            `json:"as_of,omitzero"` // see Stats.AsOf
-}
-
-func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	if r.URL.RawQuery != "" {
-		if err := onlyParams(r, nil); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-	}
-	s.serveBody(w, r, s.rendered().stats)
-}
-
-// pagesLimit reads the limit of /api/v1/pages, which may be given only
-// the parameters named.
-func pagesLimit(r *http.Request, params ...string) (int, error) {
-	if err := onlyParams(r, params); err != nil {
-		return 0, err
-	}
-	return intParam(r, "limit", DefaultPagesLimit, 1, MaxPagesLimit)
-}
-
-func (s *Server) pages(w http.ResponseWriter, r *http.Request) {
-	limit, err := pagesLimit(r, "limit", "from", "to")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if q := r.URL.Query(); q.Has("from") || q.Has("to") {
-		s.historyPages(w, r, limit)
-		return
-	}
-	s.serveBody(w, r, s.rendered().pagesBody(limit))
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.deps.Ready(); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// onlyParams rejects query parameters the endpoint does not know, so that a
-// typo is an error rather than silently ignored.
-func onlyParams(r *http.Request, known []string) error {
-	for name := range r.URL.Query() {
-		ok := false
-		for _, k := range known {
-			ok = ok || name == k
-		}
-		if !ok {
-			return errors.New("unknown query parameter " + strconv.Quote(name))
-		}
-	}
-	return nil
-}
-
-// intParam reads an optional integer parameter within [lo, hi].
-func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
-	q := r.URL.Query()
-	if !q.Has(name) {
-		return def, nil
-	}
-	if len(q[name]) > 1 {
-		return 0, errors.New(name + " given more than once")
-	}
-	n, err := strconv.Atoi(q.Get(name))
-	if err != nil || n < lo || n > hi {
-		return 0, errors.New(name + " must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi))
-	}
-	return n, nil
-}
-
-// Error is the body of every error response.
-type Error struct {
-	Error string `json:"error"`
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, Error{Error: msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
 }

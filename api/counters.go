@@ -77,17 +77,16 @@ type RatioWindow struct {
 	Ratio       float64 `json:"ratio"`
 }
 
-const errNoCounters = "no counters are declared (logtally run --counter 'NAME=METHOD PATTERN')"
+// errNoCounters is the 404 of the counters' endpoints without counters.
+var errNoCounters = notFound("no counters are declared (logtally run --counter 'NAME=METHOD PATTERN')")
 
 // counters answers GET /api/v1/counters.
-func (s *Server) counters(w http.ResponseWriter, r *http.Request) {
+func (s *Server) counters(w http.ResponseWriter, r *request) error {
 	if s.deps.Counters == nil {
-		writeError(w, http.StatusNotFound, errNoCounters)
-		return
+		return errNoCounters
 	}
-	if err := onlyParams(r, nil); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+	if err := r.only(); err != nil {
+		return err
 	}
 	cs, rs := s.deps.Counters.Declared()
 	body := CountersBody{Counters: []CounterBody{}, Ratios: []RatioBody{}}
@@ -114,25 +113,62 @@ func (s *Server) counters(w http.ResponseWriter, r *http.Request) {
 		body.Ratios = append(body.Ratios, RatioBody{Name: rt.Name, Numerator: rt.Numerator, Denominator: rt.Denominator, Window: rw})
 	}
 	writeJSON(w, http.StatusOK, body)
+	return nil
 }
 
-// counterOf returns the counter a request names in its path, and false
-// after answering 404 for one not declared.
-func (s *Server) counterOf(w http.ResponseWriter, r *http.Request) (string, *logtally.Snapshot, bool) {
+// noCounter is the 404 of a counter not declared.
+func noCounter(name string) error {
+	return notFound("no counter " + strconv.Quote(name) + ": GET /api/v1/counters lists them")
+}
+
+// counterOf returns the counter a request names in its path, and its live
+// window.
+func (s *Server) counterOf(r *request) (string, *logtally.Snapshot, error) {
 	if s.deps.Counters == nil {
-		writeError(w, http.StatusNotFound, errNoCounters)
-		return "", nil, false
+		return "", nil, errNoCounters
 	}
-	name := mux.Vars(r)["name"]
+	name := mux.Vars(r.Request)["name"]
 	snap, ok := s.deps.Counters.CounterSnapshot(name)
 	if !ok {
-		writeError(w, http.StatusNotFound, "no counter "+strconv.Quote(name)+": GET /api/v1/counters lists them")
-		return "", nil, false
+		return "", nil, noCounter(name)
 	}
 	if snap == nil {
 		snap = &logtally.Snapshot{}
 	}
-	return name, snap, true
+	return name, snap, nil
+}
+
+// counterSource is what a named counter's series answers from: this
+// node's counts of it, over all sites.
+func (s *Server) counterSource(name string) *nodeSource {
+	counters := s.deps.Counters
+	return &nodeSource{part: "counter", hist: counters.CounterHistory(name),
+		snapshot: func() *logtally.Snapshot { snap, _ := counters.CounterSnapshot(name); return snap }}
+}
+
+// seriesSource returns what GET /api/v1/series answers from: with
+// ?counter=NAME (taken out of the query), that counter's history; without,
+// the source of the site and scope it names (see Server.source).
+func (s *Server) seriesSource(r *request) (source, error) {
+	if !r.has("counter") {
+		return s.source(r)
+	}
+	switch {
+	case r.has("key"):
+		return nil, invalid("a series per key is not kept: GET /api/v1/counters/NAME?key=K gives a key's window, today and total")
+	case r.has("site") || r.has("scope"):
+		return nil, invalid("counter is counted over all sites, on this node: no site or scope with it")
+	case s.deps.Counters == nil:
+		return nil, errNoCounters
+	}
+	name, _, err := r.take("counter")
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.deps.Counters.CounterSnapshot(name); !ok {
+		return nil, noCounter(name)
+	}
+	return s.counterSource(name), nil
 }
 
 // KeyCounts is the body of GET /api/v1/counters/NAME?key=K.
@@ -153,35 +189,22 @@ type KeyCount struct {
 }
 
 // counterKeys answers GET /api/v1/counters/NAME?key=K&key=K.
-func (s *Server) counterKeys(w http.ResponseWriter, r *http.Request) {
-	name, snap, ok := s.counterOf(w, r)
-	if !ok {
-		return
+func (s *Server) counterKeys(w http.ResponseWriter, r *request) error {
+	name, snap, err := s.counterOf(r)
+	if err != nil {
+		return err
 	}
-	if err := onlyParams(r, []string{"key"}); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+	keys, err := counterKeyParams(r)
+	if err != nil {
+		return err
 	}
-	keys := r.URL.Query()["key"]
-	if len(keys) == 0 || len(keys) > MaxCountPaths {
-		writeError(w, http.StatusBadRequest, "give 1 to "+strconv.Itoa(MaxCountPaths)+" key parameters")
-		return
-	}
-	for _, k := range keys {
-		if len(k) > MaxPathLength {
-			writeError(w, http.StatusBadRequest, "a key must be at most "+strconv.Itoa(MaxPathLength)+" bytes")
-			return
-		}
-	}
-	h := s.deps.Counters.CounterHistory(name)
-	if h == nil {
-		notStoredYet(w, "counter")
-		return
+	h, err := s.counterSource(name).history()
+	if err != nil {
+		return err
 	}
 	counts, err := h.PathCounts(keys, s.deps.Now())
 	if err != nil {
-		s.internal(w, r, err)
-		return
+		return err
 	}
 	live := make(map[string]logtally.PageCount, len(snap.Pages))
 	for _, p := range snap.Pages {
@@ -193,6 +216,24 @@ func (s *Server) counterKeys(w http.ResponseWriter, r *http.Request) {
 		body.Keys[i] = KeyCount{Key: c.Path, Window: w.PageViews, WindowVisitors: w.Visitors, Today: c.Day, Total: c.Total}
 	}
 	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// counterKeyParams reads the key parameters of /api/v1/counters/NAME.
+func counterKeyParams(r *request) ([]string, error) {
+	if err := r.only("key"); err != nil {
+		return nil, err
+	}
+	keys := r.query["key"]
+	if len(keys) == 0 || len(keys) > MaxCountPaths {
+		return nil, invalid("give 1 to " + strconv.Itoa(MaxCountPaths) + " key parameters")
+	}
+	for _, k := range keys {
+		if len(k) > MaxPathLength {
+			return nil, invalid("a key must be at most " + strconv.Itoa(MaxPathLength) + " bytes")
+		}
+	}
+	return keys, nil
 }
 
 // KeysBody is the body of GET /api/v1/counters/NAME/top: the top keys of
@@ -218,20 +259,19 @@ type KeyItem struct {
 }
 
 // counterTop answers GET /api/v1/counters/NAME/top?limit=N[&from&to].
-func (s *Server) counterTop(w http.ResponseWriter, r *http.Request) {
-	name, snap, ok := s.counterOf(w, r)
-	if !ok {
-		return
+func (s *Server) counterTop(w http.ResponseWriter, r *request) error {
+	name, snap, err := s.counterOf(r)
+	if err != nil {
+		return err
 	}
 	limit, err := pagesLimit(r, "limit", "from", "to")
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
 	body := KeysBody{Counter: name, Items: []KeyItem{}}
-	pages, ranged, ok := s.counterKeysOf(w, r, name, snap, limit)
-	if !ok {
-		return
+	pages, ranged, err := s.counterKeysOf(r, name, snap, limit)
+	if err != nil {
+		return err
 	}
 	if ranged == nil {
 		body.From, body.To, body.WindowSeconds = snap.From, snap.To, int64(snap.Length/time.Second)
@@ -243,6 +283,7 @@ func (s *Server) counterTop(w http.ResponseWriter, r *http.Request) {
 		body.Items = append(body.Items, KeyItem{Key: p.Path, Count: p.PageViews, Visitors: p.Visitors})
 	}
 	writeJSON(w, http.StatusOK, body)
+	return nil
 }
 
 // keyRange is what a range of history says of its keys' counts.
@@ -254,28 +295,25 @@ type keyRange struct {
 
 // counterKeysOf returns a counter's keys with their counts, most counted
 // first, up to limit: of the live window, or with from and to (then
-// ranged is not nil) of that range of history. It answers the request
-// itself when it returns false.
-func (s *Server) counterKeysOf(w http.ResponseWriter, r *http.Request, name string, snap *logtally.Snapshot, limit int) (
-	[]logtally.PageCount, *keyRange, bool) {
-	if q := r.URL.Query(); !q.Has("from") && !q.Has("to") {
-		return snap.Pages, nil, true
+// ranged is not nil) of that range of history.
+func (s *Server) counterKeysOf(r *request, name string, snap *logtally.Snapshot, limit int) (
+	[]logtally.PageCount, *keyRange, error) {
+	if !r.has("from") && !r.has("to") {
+		return snap.Pages, nil, nil
 	}
-	from, to, ok := s.pagesRange(w, r)
-	if !ok {
-		return nil, nil, false
+	from, to, err := s.pagesRange(r)
+	if err != nil {
+		return nil, nil, err
 	}
 	h, _ := s.deps.Counters.CounterHistory(name).(PageHistory)
 	if h == nil {
-		notStoredYet(w, "counter")
-		return nil, nil, false
+		return nil, nil, notStoredYet("counter")
 	}
 	res, err := h.Pages(from, to, limit)
 	if err != nil {
-		s.internal(w, r, err)
-		return nil, nil, false
+		return nil, nil, err
 	}
-	return res.Pages, &keyRange{from: from.UTC(), to: to.UTC(), keptFrom: res.KeptFrom.UTC(), exact: res.Exact, other: res.Other}, true
+	return res.Pages, &keyRange{from: from.UTC(), to: to.UTC(), keptFrom: res.KeptFrom.UTC(), exact: res.Exact, other: res.Other}, nil
 }
 
 // RatiosBody is the body of GET /api/v1/ratios/NAME/top.
@@ -292,48 +330,62 @@ type RatiosBody struct {
 // the keys by ratio of the numerator's count to the denominator's, those
 // with a denominator of at least min, largest first, then by
 // denominator, largest first, then by key.
-func (s *Server) ratioTop(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ratioTop(w http.ResponseWriter, r *request) error {
 	if s.deps.Counters == nil {
-		writeError(w, http.StatusNotFound, errNoCounters)
-		return
+		return errNoCounters
 	}
 	_, rs := s.deps.Counters.Declared()
-	name := mux.Vars(r)["name"]
+	name := mux.Vars(r.Request)["name"]
 	i := slices.IndexFunc(rs, func(rt counter.Ratio) bool { return rt.Name == name })
 	if i < 0 {
-		writeError(w, http.StatusNotFound, "no ratio "+strconv.Quote(name)+": GET /api/v1/counters lists them")
-		return
+		return notFound("no ratio " + strconv.Quote(name) + ": GET /api/v1/counters lists them")
 	}
 	rt := rs[i]
 	limit, err := pagesLimit(r, "limit", "min", "from", "to")
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
 	minDen := int64(1)
-	if v, err := single(r, "min", ""); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+	if v, err := r.single("min", ""); err != nil {
+		return err
 	} else if v != "" {
 		if minDen, err = strconv.ParseInt(v, 10, 64); err != nil || minDen < 0 {
-			writeError(w, http.StatusBadRequest, "min must be a whole number, 0 or more")
-			return
+			return invalid("min must be a whole number, 0 or more")
 		}
 	}
-	counts := [2]map[string]int64{}
-	exact := true
+	counts, exact, err := s.ratioCounts(r, rt)
+	if err != nil {
+		return err
+	}
+	items := make([]counter.Item, 0, len(counts[1]))
+	for key, den := range counts[1] {
+		items = append(items, counter.Item{Key: key, Numerator: counts[0][key], Denominator: den})
+	}
+	body := RatiosBody{Ratio: rt.Name, Numerator: rt.Numerator, Denominator: rt.Denominator, Min: minDen,
+		Items: counter.Rank(items, minDen, limit)}
+	if r.has("from") {
+		body.Exact = &exact
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// ratioCounts returns the counts of each key of a ratio's numerator and
+// denominator, of the live window or of the range the request names, and
+// whether both are exact.
+func (s *Server) ratioCounts(r *request, rt counter.Ratio) (counts [2]map[string]int64, exact bool, err error) {
+	exact = true
 	for j, c := range []string{rt.Numerator, rt.Denominator} {
 		snap, ok := s.deps.Counters.CounterSnapshot(c)
 		if !ok {
-			s.internal(w, r, errors.New("ratio "+rt.Name+": no counter "+c))
-			return
+			return counts, false, errors.New("ratio " + rt.Name + ": no counter " + c)
 		}
 		if snap == nil {
 			snap = &logtally.Snapshot{}
 		}
-		pages, ranged, ok := s.counterKeysOf(w, r, c, snap, MaxRatioKeys)
-		if !ok {
-			return
+		pages, ranged, err := s.counterKeysOf(r, c, snap, MaxRatioKeys)
+		if err != nil {
+			return counts, false, err
 		}
 		if ranged != nil && !ranged.exact {
 			exact = false
@@ -343,53 +395,5 @@ func (s *Server) ratioTop(w http.ResponseWriter, r *http.Request) {
 			counts[j][p.Path] = p.PageViews
 		}
 	}
-	items := make([]counter.Item, 0, len(counts[1]))
-	for key, den := range counts[1] {
-		items = append(items, counter.Item{Key: key, Numerator: counts[0][key], Denominator: den})
-	}
-	body := RatiosBody{Ratio: rt.Name, Numerator: rt.Numerator, Denominator: rt.Denominator, Min: minDen,
-		Items: counter.Rank(items, minDen, limit)}
-	if q := r.URL.Query(); q.Has("from") {
-		body.Exact = &exact
-	}
-	writeJSON(w, http.StatusOK, body)
-}
-
-// countered routes GET /api/v1/series?counter=NAME to the series of that
-// counter's history, the parameter taken off, and one without it to
-// next.
-func (s *Server) countered(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery == "" || !r.URL.Query().Has("counter") {
-			next(w, r)
-			return
-		}
-		q := r.URL.Query()
-		if q.Has("key") {
-			writeError(w, http.StatusBadRequest, "a series per key is not kept: GET /api/v1/counters/NAME?key=K gives a key's window, today and total")
-			return
-		}
-		if q.Has("site") || q.Has("scope") {
-			writeError(w, http.StatusBadRequest, "counter is counted over all sites, on this node: no site or scope with it")
-			return
-		}
-		if s.deps.Counters == nil {
-			writeError(w, http.StatusNotFound, errNoCounters)
-			return
-		}
-		name, err := single(r, "counter", "")
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if _, ok := s.deps.Counters.CounterSnapshot(name); !ok {
-			writeError(w, http.StatusNotFound, "no counter "+strconv.Quote(name)+": GET /api/v1/counters lists them")
-			return
-		}
-		q.Del("counter")
-		r.URL.RawQuery = q.Encode()
-		counters := s.deps.Counters
-		s.partServer("counter", func() *logtally.Snapshot { snap, _ := counters.CounterSnapshot(name); return snap },
-			counters.CounterHistory(name)).series(w, r)
-	}
+	return counts, exact, nil
 }

@@ -2,9 +2,7 @@ package api
 
 import (
 	"embed"
-	"hash/fnv"
 	"net/http"
-	"strconv"
 )
 
 // web holds the dashboard: one page, its script and style sheet, and the
@@ -23,9 +21,8 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 
 // asset is one embedded file, ready to serve.
 type asset struct {
-	data        []byte
+	*body
 	contentType []string
-	etag        []string
 }
 
 // dashboardFiles are the routes of the dashboard and the files they serve.
@@ -40,19 +37,18 @@ var dashboardFiles = []struct{ route, file, contentType string }{
 	{"/ui/widget.html", "web/widget.html", "text/plain; charset=utf-8"},
 }
 
-// dashboard registers the page's routes with get.
-func (s *Server) dashboard(get func(string, http.HandlerFunc)) {
+// dashboard returns the page's endpoints.
+func dashboard() []endpoint {
+	var endpoints []endpoint
 	for _, f := range dashboardFiles {
 		data, err := web.ReadFile(f.file)
 		if err != nil {
 			panic(err) // embedded at build time: missing is a bug
 		}
-		h := fnv.New64a()
-		h.Write(data)
-		a := &asset{data: data, contentType: []string{f.contentType},
-			etag: []string{`"` + strconv.FormatUint(h.Sum64(), 36) + `"`}}
-		get(f.route, func(w http.ResponseWriter, r *http.Request) { serveAsset(w, r, a) })
+		a := &asset{body: bodyOf(data), contentType: []string{f.contentType}}
+		endpoints = append(endpoints, endpoint{path: f.route, h: a.serve})
 	}
+	return endpoints
 }
 
 var (
@@ -62,13 +58,10 @@ var (
 	revalidate = []string{"no-cache"} // kept, but checked with the ETag: an upgrade shows at once
 )
 
-// serveAsset writes an embedded file, or 304 when the client has it.
-func serveAsset(w http.ResponseWriter, r *http.Request, a *asset) {
-	if r.URL.RawQuery != "" {
-		if err := onlyParams(r, nil); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
+// serve writes the file, or 304 when the client has it.
+func (a *asset) serve(w http.ResponseWriter, r *request) error {
+	if err := r.only(); err != nil {
+		return err
 	}
 	h := w.Header()
 	h["Content-Type"] = a.contentType
@@ -76,14 +69,6 @@ func serveAsset(w http.ResponseWriter, r *http.Request, a *asset) {
 	h["X-Content-Type-Options"] = noSniff
 	h["Referrer-Policy"] = noReferrer
 	h["Cache-Control"] = revalidate
-	h["Etag"] = a.etag
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatch(inm, a.etag[0]) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h["Content-Length"] = []string{strconv.Itoa(len(a.data))}
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(a.data)
-	}
+	a.body.serve(w, r.Request)
+	return nil
 }

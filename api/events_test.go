@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -93,10 +94,45 @@ func snapshot(requests int64, pages ...logtally.PageCount) *logtally.Snapshot {
 		Requests: requests, PageViews: requests / 2, Visitors: 1, Pages: pages}
 }
 
+// publisher holds a value, as a window holds its snapshot or the fleet's
+// refresher its View, and publishes each new one as they do: a channel
+// taken before a read is closed by the next Store.
+type publisher[T any] struct {
+	v    atomic.Pointer[T]
+	mu   sync.Mutex
+	next chan struct{}
+}
+
+func (p *publisher[T]) Load() *T { return p.v.Load() }
+
+func (p *publisher[T]) Store(v *T) {
+	p.v.Store(v)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next != nil {
+		close(p.next)
+		p.next = nil
+	}
+}
+
+func (p *publisher[T]) Published() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next == nil {
+		p.next = make(chan struct{})
+	}
+	return p.next
+}
+
+// streamDeps are the deps of a server over a published snapshot.
+func streamDeps(snap *publisher[logtally.Snapshot]) Deps {
+	return Deps{Snapshot: snap.Load, Published: snap.Published}
+}
+
 func TestEventsFollowPublishes(t *testing.T) {
-	var snap atomic.Pointer[logtally.Snapshot]
+	var snap publisher[logtally.Snapshot]
 	snap.Store(snapshot(1, logtally.PageCount{Path: "/a", PageViews: 3}, logtally.PageCount{Path: "/b", PageViews: 2}))
-	s := New(Config{MaxStreams: 10}, Deps{Snapshot: snap.Load})
+	s := New(Config{MaxStreams: 10}, streamDeps(&snap))
 	srv := streamServer(t, s)
 
 	stream := openStream(t, srv.URL+"/api/v1/events?limit=1")
@@ -107,8 +143,8 @@ func TestEventsFollowPublishes(t *testing.T) {
 	// The same JSON as /api/v1/stats, with pages.
 	stats := do(s, "GET", "/api/v1/stats", nil).Body.String()
 	if want := strings.TrimSuffix(stats, "}\n") + `,"pages":[{"path":"/a","pageviews":3}]}`; !strings.Contains(
-		string(s.rendered().eventBody(1)), "data: "+want+"\n\n") {
-		t.Errorf("event = %q, want the stats body with pages: %s", s.rendered().eventBody(1), want)
+		string(s.live().eventBody(1)), "data: "+want+"\n\n") {
+		t.Errorf("event = %q, want the stats body with pages: %s", s.live().eventBody(1), want)
 	}
 
 	// Past the server's read and write timeouts, each publish still comes.
@@ -122,9 +158,9 @@ func TestEventsFollowPublishes(t *testing.T) {
 }
 
 func TestEventsCoalesce(t *testing.T) {
-	var snap atomic.Pointer[logtally.Snapshot]
+	var snap publisher[logtally.Snapshot]
 	snap.Store(snapshot(0))
-	s := New(Config{MaxStreams: 10}, Deps{Snapshot: snap.Load})
+	s := New(Config{MaxStreams: 10}, streamDeps(&snap))
 	srv := streamServer(t, s)
 	stream := openStream(t, srv.URL+"/api/v1/events")
 	stream.mustNext()
@@ -153,15 +189,15 @@ func TestEventsCoalesce(t *testing.T) {
 	}
 	<-done
 	elapsed := time.Since(began)
-	if most := int(elapsed/streamTick) + 2; events > most {
-		t.Errorf("%d events in %s for %d publishes, want at most %d (one per %s)", events, elapsed, publishes, most, streamTick)
+	if most := int(elapsed/minEventGap) + 2; events > most {
+		t.Errorf("%d events in %s for %d publishes, want at most %d (one per %s)", events, elapsed, publishes, most, minEventGap)
 	}
 }
 
 func TestEventsMaxStreams(t *testing.T) {
-	var snap atomic.Pointer[logtally.Snapshot]
+	var snap publisher[logtally.Snapshot]
 	snap.Store(snapshot(1))
-	s := New(Config{MaxStreams: 2}, Deps{Snapshot: snap.Load})
+	s := New(Config{MaxStreams: 2}, streamDeps(&snap))
 	srv := streamServer(t, s)
 
 	a := openStream(t, srv.URL+"/api/v1/events")
@@ -191,9 +227,9 @@ func TestEventsDropSlowClient(t *testing.T) {
 	for i := range big {
 		big[i] = logtally.PageCount{Path: "/" + strings.Repeat("x", 8000), PageViews: int64(i)}
 	}
-	var snap atomic.Pointer[logtally.Snapshot]
+	var snap publisher[logtally.Snapshot]
 	snap.Store(snapshot(0, big...))
-	s := New(Config{MaxStreams: 10, StreamSendTimeout: 200 * time.Millisecond}, Deps{Snapshot: snap.Load})
+	s := New(Config{MaxStreams: 10, StreamSendTimeout: 200 * time.Millisecond}, streamDeps(&snap))
 	srv := streamServer(t, s)
 
 	// The slow client: a small receive buffer, and it never reads.
@@ -228,9 +264,9 @@ func TestEventsDropSlowClient(t *testing.T) {
 }
 
 func TestEventsEndAtShutdown(t *testing.T) {
-	var snap atomic.Pointer[logtally.Snapshot]
+	var snap publisher[logtally.Snapshot]
 	snap.Store(snapshot(1))
-	s := New(Config{MaxStreams: 10}, Deps{Snapshot: snap.Load})
+	s := New(Config{MaxStreams: 10}, streamDeps(&snap))
 	srv := streamServer(t, s)
 	stream := openStream(t, srv.URL+"/api/v1/events")
 	stream.mustNext()
@@ -247,28 +283,21 @@ func TestEventsEndAtShutdown(t *testing.T) {
 		t.Errorf("a stream after Close: %d, want 503", r.Code)
 	}
 	s.Close() // Shutdown runs it too, but does not wait for it
-	s.streams.mu.Lock()
-	running := s.streams.running
-	s.streams.mu.Unlock()
-	if running {
-		t.Error("the broadcaster still runs after Close")
+	if n := s.streams.running(); n != 0 {
+		t.Errorf("%d broadcasters still run after Close", n)
 	}
 }
 
 func TestEventsBroadcasterStopsWithLastClient(t *testing.T) {
-	var snap atomic.Pointer[logtally.Snapshot]
+	var snap publisher[logtally.Snapshot]
 	snap.Store(snapshot(1))
-	s := New(Config{MaxStreams: 10}, Deps{Snapshot: snap.Load})
+	s := New(Config{MaxStreams: 10}, streamDeps(&snap))
 	srv := streamServer(t, s)
 	for range 2 {
 		stream := openStream(t, srv.URL+"/api/v1/events")
 		stream.mustNext()
 		stream.resp.Body.Close()
-		poll.Until(t, "the broadcaster to stop", func() bool {
-			s.streams.mu.Lock()
-			defer s.streams.mu.Unlock()
-			return !s.streams.running && len(s.streams.clients) == 0
-		})
+		poll.Until(t, "the broadcaster to stop", func() bool { return s.streams.running() == 0 && s.streams.open() == 0 })
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,12 +13,12 @@ import (
 
 // fleetServer serves a node whose own window holds 9 requests, in a fleet
 // whose View (once stored in view) holds 90.
-func fleetServer(h *history, view *atomic.Pointer[logtally.View]) *Server {
+func fleetServer(h *history, view *publisher[logtally.View]) *Server {
 	local := &logtally.Snapshot{From: time.Unix(1000, 0).UTC(), To: time.Unix(1600, 0).UTC(), Length: 10 * time.Minute,
 		Requests: 9, PageViews: 5, Visitors: 2, Pages: []logtally.PageCount{{Path: "/a", PageViews: 5}}}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	return New(Config{MaxStreams: 10}, Deps{Snapshot: func() *logtally.Snapshot { return local }, History: &history{},
-		Now: func() time.Time { return now }, Fleet: &Fleet{View: view.Load, History: h}})
+		Now: func() time.Time { return now }, Fleet: &Fleet{View: view.Load, History: h, Published: view.Published}})
 }
 
 func fleetView() *logtally.View {
@@ -34,7 +33,7 @@ func fleetView() *logtally.View {
 }
 
 func TestFleetEndpoints(t *testing.T) {
-	var view atomic.Pointer[logtally.View]
+	var view publisher[logtally.View]
 	h := &history{}
 	s := fleetServer(h, &view)
 	before := []struct {
@@ -95,7 +94,7 @@ func TestFleetEndpoints(t *testing.T) {
 // queries are 503s that say what to do and leak nothing; the View's
 // answers go on.
 func TestFleetUnavailable(t *testing.T) {
-	var view atomic.Pointer[logtally.View]
+	var view publisher[logtally.View]
 	view.Store(fleetView())
 	s := fleetServer(&history{err: errors.New("dial tcp 10.0.0.7:5432: connection refused")}, &view)
 	for _, target := range []string{"/api/v1/series?step=5m", "/api/v1/pages/count?path=/a"} {
@@ -123,7 +122,7 @@ func TestScopeWithoutFleet(t *testing.T) {
 // TestFleetEvents: in fleet mode the event stream carries the fleet's
 // View, with its as_of, from the first View on.
 func TestFleetEvents(t *testing.T) {
-	var view atomic.Pointer[logtally.View]
+	var view publisher[logtally.View]
 	s := fleetServer(&history{}, &view)
 	srv := streamServer(t, s)
 	stream := openStream(t, srv.URL+"/api/v1/events")
@@ -141,5 +140,22 @@ func TestFleetEvents(t *testing.T) {
 	s.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/stats?scope=node", nil))
 	if !strings.Contains(rec.Body.String(), `"requests":9,`) {
 		t.Errorf("scope=node beside the stream = %s", rec.Body)
+	}
+}
+
+// TestFleetEventsBeforeTheFleetTells: until the fleet can say when its
+// View changes (before its database is reached, Fleet.Published gives
+// nil), the stream looks at the View at each of the node's own publishes.
+func TestFleetEventsBeforeTheFleetTells(t *testing.T) {
+	var view publisher[logtally.View]
+	var node publisher[logtally.Snapshot]
+	node.Store(snapshot(9))
+	s := New(Config{MaxStreams: 10}, Deps{Snapshot: node.Load, Published: node.Published,
+		Fleet: &Fleet{View: view.Load, History: &history{}, Published: func() <-chan struct{} { return nil }}})
+	stream := openStream(t, streamServer(t, s).URL+"/api/v1/events")
+	view.v.Store(fleetView()) // the fleet tells no one
+	node.Store(snapshot(10))
+	if got := stream.mustNext(); got.Requests != 90 {
+		t.Errorf("event = %+v, want the fleet's view, seen at the node's publish", got)
 	}
 }

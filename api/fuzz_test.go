@@ -134,7 +134,6 @@ func FuzzAPI(f *testing.F) {
 		if err != nil || req.RequestURI == "*" {
 			return
 		}
-		// Read before the handlers, which take ?site= and ?counter= off.
 		q, badQuery := url.ParseQuery(req.URL.RawQuery)
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
@@ -152,7 +151,7 @@ func FuzzAPI(f *testing.F) {
 			}
 		}
 		if code >= 400 {
-			var e Error
+			var e ErrorBody
 			if ct != "application/json" || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error == "" {
 				t.Fatalf("%s %q: %d %s %q: not a JSON error", method, target, code, ct, body)
 			}

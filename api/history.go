@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,40 +91,57 @@ func (p *SeriesPoint) UnmarshalJSON(b []byte) error {
 // series answers GET /api/v1/series?from=T&to=T&step=S. T is RFC3339, unix
 // seconds or a date (a day in the store's zone; as to, the day's last
 // second); S is one of logtally.Steps. Defaults: the last hour, by minute.
-func (s *Server) series(w http.ResponseWriter, r *http.Request) {
-	if s.deps.History == nil {
-		s.noHistory(w)
-		return
+// With counter=NAME, it is a named counter's series.
+func (s *Server) series(w http.ResponseWriter, r *request) error {
+	src, err := s.seriesSource(r)
+	if err != nil {
+		return err
 	}
-	if err := onlyParams(r, []string{"from", "to", "step"}); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+	rs, ok := src.(recentSource)
+	if !ok || r.has("from") || r.has("to") || r.has("step") && r.query.Get("step") != "1m" {
+		return s.historySeries(w, r, src)
+	}
+	if err := r.only("step"); err != nil {
+		return err
+	}
+	if _, err := r.single("step", "1m"); err != nil {
+		return err
+	}
+	body, err := rs.recent()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// historySeries answers a series from src's history.
+func (s *Server) historySeries(w http.ResponseWriter, r *request, src source) error {
+	h, err := src.history()
+	if err != nil {
+		return err
+	}
+	if err := r.only("from", "to", "step"); err != nil {
+		return err
 	}
 	from, to, err := s.rangeParams(r, DefaultSeriesSpan)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
-	stepName, err := single(r, "step", "1m")
+	stepName, err := r.single("step", "1m")
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
 	step, ok := logtally.Steps[stepName]
 	if !ok {
-		writeError(w, http.StatusBadRequest, "step must be one of 1m, 5m, 15m, 1h, 1d")
-		return
+		return invalid("step must be one of 1m, 5m, 15m, 1h, 1d")
 	}
-	res, err := s.deps.History.Series(from, to, step)
-	if errors.Is(err, logtally.ErrTooManyPoints) {
-		writeError(w, http.StatusBadRequest, "more than "+strconv.Itoa(logtally.MaxPoints)+" points: use a longer step or a shorter range")
-		return
-	}
+	res, err := h.Series(from, to, step)
 	if err != nil {
-		s.internal(w, r, err)
-		return
+		return src.historyError(err)
 	}
 	writeJSON(w, http.StatusOK, seriesBody(from, to, res))
+	return nil
 }
 
 // seriesBody is the body of a series answer.
@@ -159,17 +175,17 @@ type PageCounts struct {
 }
 
 // countPaths reads the path parameters of /api/v1/pages/count.
-func countPaths(r *http.Request) ([]string, error) {
-	if err := onlyParams(r, []string{"path"}); err != nil {
+func countPaths(r *request) ([]string, error) {
+	if err := r.only("path"); err != nil {
 		return nil, err
 	}
-	paths := r.URL.Query()["path"]
+	paths := r.query["path"]
 	if len(paths) == 0 || len(paths) > MaxCountPaths {
-		return nil, errors.New("give 1 to " + strconv.Itoa(MaxCountPaths) + " path parameters")
+		return nil, invalid("give 1 to " + strconv.Itoa(MaxCountPaths) + " path parameters")
 	}
 	for _, p := range paths {
 		if !strings.HasPrefix(p, "/") || len(p) > MaxPathLength {
-			return nil, errors.New("a path must start with / and be at most " + strconv.Itoa(MaxPathLength) + " bytes")
+			return nil, invalid("a path must start with / and be at most " + strconv.Itoa(MaxPathLength) + " bytes")
 		}
 	}
 	return paths, nil
@@ -177,55 +193,39 @@ func countPaths(r *http.Request) ([]string, error) {
 
 // pageCounts answers GET /api/v1/pages/count?path=A&path=B: the counter an
 // article or listing shows next to each item.
-func (s *Server) pageCounts(w http.ResponseWriter, r *http.Request) {
-	if s.deps.History == nil {
-		s.noHistory(w)
-		return
+func (s *Server) pageCounts(w http.ResponseWriter, r *request) error {
+	src, err := s.source(r)
+	if err != nil {
+		return err
+	}
+	h, err := src.history()
+	if err != nil {
+		return err
 	}
 	paths, err := countPaths(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
-	counts, err := s.deps.History.PathCounts(paths, s.deps.Now())
+	c, err := src.live()
 	if err != nil {
-		s.internal(w, r, err)
-		return
+		return err
 	}
-	snap := s.deps.Snapshot()
-	body := CountsBody{Pages: make([]PageCounts, len(counts))}
-	for i, c := range counts {
-		live, _ := snap.PathViews(c.Path)
-		body.Pages[i] = PageCounts{Path: c.Path, WindowPageViews: live, TodayPageViews: c.Day, TotalPageViews: c.Total}
+	counts, err := h.PathCounts(paths, s.deps.Now())
+	if err != nil {
+		return src.historyError(err)
+	}
+	body := CountsBody{Pages: make([]PageCounts, len(counts)), AsOf: c.asOf}
+	for i, pc := range counts {
+		live, _ := c.snap.PathViews(pc.Path)
+		body.Pages[i] = PageCounts{Path: pc.Path, WindowPageViews: live, TodayPageViews: pc.Day, TotalPageViews: pc.Total}
 	}
 	writeJSON(w, http.StatusOK, body)
-}
-
-// internal logs an unexpected error and answers 500 without its details.
-func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
-	if s.fleetOnly {
-		s.unavailable(w, r, err)
-		return
-	}
-	s.deps.Logger.Error("api", "path", r.URL.Path, "err", err)
-	writeError(w, http.StatusInternalServerError, "internal error")
-}
-
-// single returns a parameter given at most once, or def.
-func single(r *http.Request, name, def string) (string, error) {
-	vals := r.URL.Query()[name]
-	switch len(vals) {
-	case 0:
-		return def, nil
-	case 1:
-		return vals[0], nil
-	}
-	return "", errors.New(name + " given more than once")
+	return nil
 }
 
 // rangeParams reads from and to, by default the span before now, and
 // checks that from is not after to.
-func (s *Server) rangeParams(r *http.Request, span time.Duration) (from, to time.Time, err error) {
+func (s *Server) rangeParams(r *request, span time.Duration) (from, to time.Time, err error) {
 	if to, err = s.timeParam(r, "to", s.deps.Now(), true); err != nil {
 		return from, to, err
 	}
@@ -233,7 +233,7 @@ func (s *Server) rangeParams(r *http.Request, span time.Duration) (from, to time
 		return from, to, err
 	}
 	if from.After(to) {
-		return from, to, errors.New("from is after to")
+		return from, to, invalid("from is after to")
 	}
 	return from, to, nil
 }
@@ -241,14 +241,14 @@ func (s *Server) rangeParams(r *http.Request, span time.Duration) (from, to time
 // timeParam reads a time given as RFC3339, as unix seconds, or as a date,
 // which is a day in the store's zone: its first second, or with end its
 // last, so that from=D&to=D is the whole of day D.
-func (s *Server) timeParam(r *http.Request, name string, def time.Time, end bool) (time.Time, error) {
-	v, err := single(r, name, "")
+func (s *Server) timeParam(r *request, name string, def time.Time, end bool) (time.Time, error) {
+	v, err := r.single(name, "")
 	if err != nil || v == "" {
 		return def, err
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		if n < 0 || n > 1<<40 {
-			return time.Time{}, errors.New(name + " is out of range")
+			return time.Time{}, invalid(name + " is out of range")
 		}
 		t := time.Unix(n, 0).UTC()
 		return t, checkTime(name, t)
@@ -261,7 +261,7 @@ func (s *Server) timeParam(r *http.Request, name string, def time.Time, end bool
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return time.Time{}, errors.New(name + " must be RFC3339 (2006-01-02T15:04:05Z), a date (2006-01-02) or unix seconds")
+		return time.Time{}, invalid(name + " must be RFC3339 (2006-01-02T15:04:05Z), a date (2006-01-02) or unix seconds")
 	}
 	return t, checkTime(name, t)
 }
@@ -286,45 +286,38 @@ type PagesRange struct {
 }
 
 // pagesRange reads the from and to of a range of pages (at most
-// MaxPagesRange), and answers 400 itself when it returns false.
-func (s *Server) pagesRange(w http.ResponseWriter, r *http.Request) (from, to time.Time, ok bool) {
-	q := r.URL.Query()
-	if !q.Has("from") || !q.Has("to") {
-		writeError(w, http.StatusBadRequest, "give both from and to, or neither for the live window")
-		return from, to, false
+// MaxPagesRange).
+func (s *Server) pagesRange(r *request) (from, to time.Time, err error) {
+	if !r.has("from") || !r.has("to") {
+		return from, to, invalid("give both from and to, or neither for the live window")
 	}
-	from, to, err := s.rangeParams(r, 0)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return from, to, false
+	if from, to, err = s.rangeParams(r, 0); err != nil {
+		return from, to, err
 	}
 	if to.Sub(from) >= MaxPagesRange {
-		writeError(w, http.StatusBadRequest, "the range is longer than "+strconv.Itoa(int(MaxPagesRange/(24*time.Hour)))+" days")
-		return from, to, false
+		return from, to, invalid("the range is longer than " + strconv.Itoa(int(MaxPagesRange/(24*time.Hour))) + " days")
 	}
-	return from, to, true
+	return from, to, nil
 }
 
 // historyPages answers GET /api/v1/pages?from=T&to=T&limit=N from the
 // stored history: the top pages of the range (see storage.Store.Pages).
-func (s *Server) historyPages(w http.ResponseWriter, r *http.Request, limit int) {
-	if s.deps.History == nil {
-		s.noHistory(w)
-		return
+func (s *Server) historyPages(w http.ResponseWriter, r *request, src source, limit int) error {
+	h, err := src.history()
+	if err != nil {
+		return err
 	}
-	ph, ok := s.deps.History.(PageHistory)
+	ph, ok := h.(PageHistory)
 	if !ok {
-		writeError(w, http.StatusNotFound, "no history of pages is kept")
-		return
+		return notFound("no history of pages is kept")
 	}
-	from, to, ok := s.pagesRange(w, r)
-	if !ok {
-		return
+	from, to, err := s.pagesRange(r)
+	if err != nil {
+		return err
 	}
 	res, err := ph.Pages(from, to, limit)
 	if err != nil {
-		s.internal(w, r, err)
-		return
+		return src.historyError(err)
 	}
 	body := PagesRange{From: from.UTC(), To: to.UTC(), Exact: res.Exact, Pages: res.Pages, Other: res.Other}
 	if !res.KeptFrom.IsZero() {
@@ -334,4 +327,5 @@ func (s *Server) historyPages(w http.ResponseWriter, r *http.Request, limit int)
 		body.Pages = []logtally.PageCount{}
 	}
 	writeJSON(w, http.StatusOK, body)
+	return nil
 }

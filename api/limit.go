@@ -102,46 +102,44 @@ func (h *heavy) refuse(r *http.Request, now time.Time) {
 // A cost reads a request's parameters and returns the records it reads,
 // and the most it may read (0 for no limit). ok is false when the
 // parameters do not parse: the endpoint then answers the 400.
-type cost func(*http.Request) (reads, most int, ok bool)
+type cost func(*request) (reads, most int, ok bool)
 
-// limited answers a request that would read more than its cost allows
-// with 400, and runs h under the heavy-query cap when the request is heavy.
-func (s *Server) limited(cost cost, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		n, most, ok := cost(r)
-		if !ok || n <= HeavyReads {
-			h(w, r)
-			return
-		}
-		if most > 0 && n > most {
-			s.heavy.costly.Add(1)
-			writeError(w, http.StatusBadRequest, "the range reads "+strconv.Itoa(n)+" minutes, more than "+
-				strconv.Itoa(most)+" (31 days): use step=1h or 1d, or a shorter range")
-			return
-		}
-		select {
-		case s.heavy.slots <- struct{}{}:
-		default:
-			s.heavy.refuse(r, s.deps.Now())
-			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, "too many heavy queries at once ("+strconv.Itoa(cap(s.heavy.slots))+
-				"): retry in a second, or ask for a coarser step or a shorter range")
-			return
-		}
-		defer func() { <-s.heavy.slots }()
-		s.heavy.ran.Store(true)
-		h(w, r)
+// admit weighs a request by its cost: one that would read more than its
+// cost allows is a 400, and a heavy one takes one of the heavy queries'
+// places (held: the caller gives it back with heavy.release), or is a 429
+// when none is free. A cheap one is never refused.
+func (s *Server) admit(r *request, cost cost) (held bool, err error) {
+	n, most, ok := cost(r)
+	if !ok || n <= HeavyReads {
+		return false, nil
 	}
+	if most > 0 && n > most {
+		s.heavy.costly.Add(1)
+		return false, invalid("the range reads " + strconv.Itoa(n) + " minutes, more than " +
+			strconv.Itoa(most) + " (31 days): use step=1h or 1d, or a shorter range")
+	}
+	select {
+	case s.heavy.slots <- struct{}{}:
+	default:
+		s.heavy.refuse(r.Request, s.deps.Now())
+		return false, &Error{Code: CodeTooMany, RetryAfter: time.Second, Message: "too many heavy queries at once (" +
+			strconv.Itoa(cap(s.heavy.slots)) + "): retry in a second, or ask for a coarser step or a shorter range"}
+	}
+	s.heavy.ran.Store(true)
+	return true, nil
 }
+
+// release gives back the place a heavy query held.
+func (h *heavy) release() { <-h.slots }
 
 // seriesCost is the cost of GET /api/v1/series. A series at 5m or 15m
 // may read MaxSeriesReads minutes.
-func (s *Server) seriesCost(r *http.Request) (reads, most int, ok bool) {
+func (s *Server) seriesCost(r *request) (reads, most int, ok bool) {
 	from, to, err := s.rangeParams(r, DefaultSeriesSpan)
 	if err != nil {
 		return 0, 0, false
 	}
-	name, err := single(r, "step", "1m")
+	name, err := r.single("step", "1m")
 	step, known := logtally.Steps[name]
 	if err != nil || !known {
 		return 0, 0, false
@@ -159,9 +157,8 @@ func (s *Server) seriesCost(r *http.Request) (reads, most int, ok bool) {
 
 // pagesCost is the cost of GET /api/v1/pages: the minutes of its range,
 // none for the live window.
-func (s *Server) pagesCost(r *http.Request) (reads, most int, ok bool) {
-	q := r.URL.Query()
-	if !q.Has("from") || !q.Has("to") {
+func (s *Server) pagesCost(r *request) (reads, most int, ok bool) {
+	if !r.has("from") || !r.has("to") {
 		return 0, 0, true
 	}
 	from, to, err := s.rangeParams(r, 0)

@@ -100,7 +100,7 @@ func TestHeavyQueriesCapped(t *testing.T) {
 			t.Fatalf("%s: got %d, Retry-After %q, %q; want 429, 1, JSON", target, rec.Code,
 				rec.Header().Get("Retry-After"), rec.Header().Get("Content-Type"))
 		}
-		var e api.Error
+		var e api.ErrorBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || !strings.Contains(e.Error, "retry in a second") {
 			t.Errorf("%s: body %q", target, rec.Body)
 		}

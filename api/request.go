@@ -1,9 +1,9 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,39 +33,25 @@ var (
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
-// refuse answers a request that no endpoint could read: a target or
-// headers past the limits, or a query string that does not parse. It
-// reports whether it answered.
+// refused returns why a request can be read by no endpoint: a target or
+// headers past the limits, or a query string that does not parse; nil if
+// it can be read.
 //
 // The endpoints read their parameters with url.Values, which skips what
 // does not parse: limit=%zz and limit=0;x=1 would quietly be the default
 // limit. A query is checked whole here instead, once for every endpoint.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request) bool {
-	status, msg := http.StatusOK, ""
+func refused(r *http.Request) error {
 	target := r.RequestURI
 	if target == "" { // a request made in-process rather than read from a client
 		target = r.URL.RequestURI()
 	}
 	switch {
 	case len(target) > MaxTarget:
-		status, msg = http.StatusRequestURITooLong,
-			"request target longer than "+strconv.Itoa(MaxTarget)+" bytes"
+		return &Error{Code: CodeTargetTooLong, Message: "request target longer than " + strconv.Itoa(MaxTarget) + " bytes"}
 	case headerBytes(r.Header) > MaxHeaders:
-		status, msg = http.StatusRequestHeaderFieldsTooLarge,
-			"request header fields larger than "+strconv.Itoa(MaxHeaders)+" bytes"
-	default:
-		if err := checkQuery(r.URL.RawQuery); err != nil {
-			status, msg = http.StatusBadRequest, err.Error()
-		}
+		return &Error{Code: CodeHeadersTooLarge, Message: "request header fields larger than " + strconv.Itoa(MaxHeaders) + " bytes"}
 	}
-	if status == http.StatusOK {
-		return false
-	}
-	if s.metrics != nil {
-		s.metrics.requests.WithLabelValues("refused", strconv.Itoa(status)).Inc()
-	}
-	writeError(w, status, msg)
-	return true
+	return checkQuery(r.URL.RawQuery)
 }
 
 // headerBytes is the size of h as a client sent it, less the line ends.
@@ -91,16 +77,16 @@ func checkQuery(raw string) error {
 		}
 		name, value, _ := strings.Cut(pair, "=")
 		if n, _, semi := strings.Cut(name, ";"); semi {
-			return errors.New("query parameter " + paramName(n) + ": a semicolon is not a separator: separate parameters with an ampersand")
+			return invalid("query parameter " + paramName(n) + ": a semicolon is not a separator: separate parameters with an ampersand")
 		}
 		if strings.Contains(value, ";") {
-			return errors.New("query parameter " + paramName(name) + ": a semicolon is not a separator: separate parameters with an ampersand")
+			return invalid("query parameter " + paramName(name) + ": a semicolon is not a separator: separate parameters with an ampersand")
 		}
 		if _, err := url.QueryUnescape(name); err != nil {
-			return errors.New("query parameter " + paramName(name) + ": bad %-escape in its name")
+			return invalid("query parameter " + paramName(name) + ": bad %-escape in its name")
 		}
 		if _, err := url.QueryUnescape(value); err != nil {
-			return errors.New("query parameter " + paramName(name) + ": bad %-escape in its value")
+			return invalid("query parameter " + paramName(name) + ": bad %-escape in its value")
 		}
 	}
 	return nil
@@ -123,7 +109,77 @@ func paramName(name string) string {
 // the Unix epoch or after the year 9999, which no answer could write.
 func checkTime(name string, t time.Time) error {
 	if t.Before(minTime) || t.After(maxTime) {
-		return errors.New(name + " is out of range")
+		return invalid(name + " is out of range")
 	}
 	return nil
+}
+
+// request is a request as the handlers read it: its query parsed once,
+// when it has one. The parameters that choose what answers (site, scope,
+// counter) are taken out of query as they are read, so that an endpoint's
+// own check for unknown parameters does not see them; r.URL is never
+// changed.
+type request struct {
+	*http.Request
+	query url.Values
+}
+
+func newRequest(r *http.Request) *request {
+	req := &request{Request: r}
+	if r.URL.RawQuery != "" { // the header poll has none: it costs no parsing
+		req.query = r.URL.Query()
+	}
+	return req
+}
+
+// has reports whether the query gives name.
+func (r *request) has(name string) bool { return r.query.Has(name) }
+
+// only rejects query parameters the endpoint does not know, so that a
+// typo is an error rather than silently ignored.
+func (r *request) only(known ...string) error {
+	for name := range r.query {
+		if !slices.Contains(known, name) {
+			return invalid("unknown query parameter " + strconv.Quote(name))
+		}
+	}
+	return nil
+}
+
+// single returns a parameter given at most once, or def.
+func (r *request) single(name, def string) (string, error) {
+	vals := r.query[name]
+	switch len(vals) {
+	case 0:
+		return def, nil
+	case 1:
+		return vals[0], nil
+	}
+	return "", invalid(name + " given more than once")
+}
+
+// take reads a parameter given at most once and takes it out of the query;
+// given is false when the query does not give it.
+func (r *request) take(name string) (value string, given bool, err error) {
+	if !r.has(name) {
+		return "", false, nil
+	}
+	value, err = r.single(name, "")
+	r.query.Del(name)
+	return value, true, err
+}
+
+// intParam reads an optional integer parameter within [lo, hi].
+func (r *request) intParam(name string, def, lo, hi int) (int, error) {
+	if !r.has(name) {
+		return def, nil
+	}
+	if len(r.query[name]) > 1 {
+		return 0, invalid(name + " given more than once")
+	}
+	n, err := strconv.Atoi(r.query.Get(name))
+	if err != nil || n < lo || n > hi {
+		return 0, invalid(name + " must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi))
+	}
+	return n, nil
 }

@@ -92,7 +92,7 @@ func TestBadRequestsAnswerJSON(t *testing.T) {
 			resp := rawRequest(t, addr, tt.request+"Host: localhost\r\nConnection: close\r\n\r\n")
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)
-			var got Error
+			var got ErrorBody
 			if err := json.Unmarshal(body, &got); err != nil || resp.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("%d %s %.200q: not a JSON answer", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 			}

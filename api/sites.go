@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/logtally/logtally"
@@ -23,24 +22,6 @@ type Sites interface {
 	SiteHistory(name string) History
 }
 
-// notStoredYet answers a history query for a site or counter (part)
-// counted but not stored yet: its first lines are committed within a
-// flush interval.
-func notStoredYet(w http.ResponseWriter, part string) {
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "the "+part+"'s first lines are not stored yet; ask again in a second")
-}
-
-// partServer returns a Server that answers for one part of what s counts,
-// a site or a named counter: from its snapshot and its history, with s's
-// configuration.
-func (s *Server) partServer(part string, snapshot func() *logtally.Snapshot, history History) *Server {
-	return &Server{cfg: s.cfg, cacheControl: s.cacheControl, part: part, deps: Deps{
-		Snapshot: snapshot, History: history,
-		Now: s.deps.Now, Zone: s.deps.Zone, Logger: s.deps.Logger, Ready: s.deps.Ready,
-	}}
-}
-
 // SitesBody is the body of GET /api/v1/sites.
 type SitesBody struct {
 	Sites []SiteBody `json:"sites"`
@@ -54,94 +35,51 @@ type SiteBody struct {
 	Requests  int64  `json:"requests"`
 }
 
-// siteServers holds one Server per site asked for, each with its own
-// cache of bodies (and so its own ETags), made on first use once the site
-// has history. There are no more than the sites counted, which
+// siteParts holds the part of each site asked for, each with its own
+// caches of bodies (and so its own ETags), made on first use once the
+// site has history. There are no more than the sites counted, which
 // --max-sites bounds.
-type siteServers struct {
-	mu      sync.Mutex
-	servers map[string]*Server
+type siteParts struct {
+	mu     sync.Mutex
+	byName map[string]*part
 }
 
-// site returns the Server that answers for one site, and false if the
-// site is not counted.
-func (s *Server) site(name string) (*Server, bool) {
+// site returns the part that answers for one site, and false if the site
+// is not counted.
+func (s *Server) site(name string) (*part, bool) {
 	if s.deps.Sites == nil {
-		if name != logtally.DefaultSite {
-			return nil, false
-		}
-		return s, true
+		return &s.own, name == logtally.DefaultSite
 	}
 	if _, ok := s.deps.Sites.SiteSnapshot(name); !ok {
 		return nil, false
 	}
 	s.sites.mu.Lock()
 	defer s.sites.mu.Unlock()
-	if sub := s.sites.servers[name]; sub != nil {
-		return sub, true
-	}
-	if s.sites.servers == nil {
-		s.sites.servers = make(map[string]*Server)
+	if p := s.sites.byName[name]; p != nil {
+		return p, true
 	}
 	sites := s.deps.Sites
-	sub := s.partServer("site", func() *logtally.Snapshot { snap, _ := sites.SiteSnapshot(name); return snap },
-		sites.SiteHistory(name))
+	p := &part{node: &nodeSource{part: "site", hist: sites.SiteHistory(name),
+		snapshot: func() *logtally.Snapshot { snap, _ := sites.SiteSnapshot(name); return snap }}}
 	if s.deps.Fleet != nil && s.deps.Fleet.Site != nil {
-		sub.deps.Fleet = s.deps.Fleet.Site(name)
-		sub.fleetHistory = newFleetHistory(sub.cfg, sub.deps)
+		p.fleet = &fleetSource{fleet: s.deps.Fleet.Site(name)}
 	}
-	// A site whose first lines are not stored yet gets a Server of its
-	// own each time, until one has its history: a Server, once shared,
-	// never changes.
-	if sub.deps.History != nil {
-		s.sites.servers[name] = sub
-	}
-	return sub, true
-}
-
-// sited routes a request with ?site=NAME to handler of that site's Server,
-// with the parameter taken off, and one without it to handler of s. An
-// unknown site is a 404.
-func (s *Server) sited(handler func(*Server) http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery == "" || !r.URL.Query().Has("site") {
-			handler(s)(w, r)
-			return
+	// A site whose first lines are not stored yet gets a part of its own
+	// each time, until one has its history: a part, once shared, never
+	// changes.
+	if p.node.hist != nil {
+		if s.sites.byName == nil {
+			s.sites.byName = make(map[string]*part)
 		}
-		name, err := single(r, "site", "")
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		q := r.URL.Query()
-		q.Del("site")
-		r.URL.RawQuery = q.Encode()
-		sub, ok := s.site(name)
-		if !ok {
-			writeError(w, http.StatusNotFound, "no site "+strconv.Quote(name)+": GET /api/v1/sites lists the sites counted")
-			return
-		}
-		handler(sub)(w, r)
+		s.sites.byName[name] = p
 	}
-}
-
-// noHistory answers a history query where no history is kept: for a
-// site, one not stored yet.
-func (s *Server) noHistory(w http.ResponseWriter) {
-	if s.part != "" {
-		notStoredYet(w, s.part)
-		return
-	}
-	writeError(w, http.StatusNotFound, "no history is kept")
+	return p, true
 }
 
 // sitesList answers GET /api/v1/sites.
-func (s *Server) sitesList(w http.ResponseWriter, r *http.Request) {
-	if r.URL.RawQuery != "" {
-		if err := onlyParams(r, nil); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
+func (s *Server) sitesList(w http.ResponseWriter, r *request) error {
+	if err := r.only(); err != nil {
+		return err
 	}
 	body := SitesBody{Sites: []SiteBody{}}
 	if s.deps.Sites == nil {
@@ -153,5 +91,6 @@ func (s *Server) sitesList(w http.ResponseWriter, r *http.Request) {
 			body.Sites = append(body.Sites, SiteBody{Site: c.Site, Visitors: c.Visitors, PageViews: c.PageViews, Requests: c.Requests})
 		}
 	}
-	s.serveBody(w, r, newBody(body))
+	s.serveBody(w, r.Request, newBody(body))
+	return nil
 }

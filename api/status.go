@@ -93,14 +93,13 @@ type FleetStatus struct {
 	RefreshError         string    `json:"refresh_error,omitempty"` // why the last read of them failed, if it did
 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r, nil); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+// status answers GET /api/v1/status.
+func (s *Server) status(w http.ResponseWriter, r *request) error {
+	if err := r.only(); err != nil {
+		return err
 	}
 	if s.deps.Status == nil {
-		writeError(w, http.StatusNotFound, "no status is available")
-		return
+		return notFound("no status is available")
 	}
 	st := s.deps.Status()
 	if st.Files == nil {
@@ -113,4 +112,18 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		st.API = h
 	}
 	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *request) error {
+	if err := s.deps.Ready(); err != nil {
+		return &Error{Code: CodeUnavailable, Message: "not ready: " + err.Error()}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
 }

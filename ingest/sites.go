@@ -181,6 +181,10 @@ func (p *Pipeline) Multi() bool { return p.multi }
 // snapshot, never waiting.
 func (p *Pipeline) Snapshot() *logtally.Snapshot { return p.all.win.Current() }
 
+// Published returns a channel that the next publish of a new Snapshot
+// closes (window.Window.Published): what the API's event stream waits on.
+func (p *Pipeline) Published() <-chan struct{} { return p.all.win.Published() }
+
 // SiteSnapshot returns one site's live window, and false if the pipeline
 // counts no such site. Without sites of their own, DefaultSite is the one.
 func (p *Pipeline) SiteSnapshot(name string) (*logtally.Snapshot, bool) {

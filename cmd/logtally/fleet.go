@@ -62,7 +62,7 @@ func (r *runCmd) apiFleet() *api.Fleet {
 		return nil
 	}
 	node := r.node
-	f := &api.Fleet{View: node.Current, History: node}
+	f := &api.Fleet{View: node.Current, History: node, Published: node.Published}
 	if r.Pipeline.multiSite() {
 		f.Site = func(name string) *api.Fleet {
 			return &api.Fleet{View: func() *logtally.View { return node.SiteView(name) }, History: node.SiteHistory(name)}

@@ -134,7 +134,7 @@ func (r *runCmd) follow(ctx context.Context) (stopped func() error) {
 // apiDeps is what the API answers from: the live windows, the store's
 // history, the status, and the fleet's and the sites' when counted.
 func (r *runCmd) apiDeps(report *status.Report) api.Deps {
-	deps := api.Deps{Snapshot: r.pipeline.Snapshot, History: r.store, Ready: report.Ready,
+	deps := api.Deps{Snapshot: r.pipeline.Snapshot, Published: r.pipeline.Published, History: r.store, Ready: report.Ready,
 		Status: report.Status, Metrics: report.Registry(), Now: r.proc.Now, Zone: r.store.Location(), Logger: r.proc.Logger,
 		Fleet: r.apiFleet()}
 	sites := apiSites{r.pipeline, r.store, r.matcher}
