@@ -59,7 +59,12 @@ func TestImportLayers(t *testing.T) {
 		{"window", []string{module + "/parser", module + "/classify", module + "/storage", module + "/tailer", "github.com/satyrius/gonx", "go.etcd.io/bbolt"}},
 		{"tailer", []string{module + "/parser", module + "/classify", module + "/window", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"storage", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/ingest", module + "/api", "github.com/satyrius/gonx"}},
-		{"ingest", []string{module + "/api", module + "/storage", "go.etcd.io/bbolt"}},
+		// The core of ingest is shared by the live loop and replay: it
+		// keeps no window (the live loop's) and commits through an
+		// interface. Replay links no window; neither loop links the store.
+		{"ingest", []string{module + "/api", module + "/storage", module + "/window", "go.etcd.io/bbolt"}},
+		{"ingest/live", []string{module + "/api", module + "/storage", module + "/ingest/replay", "go.etcd.io/bbolt"}},
+		{"ingest/replay", []string{module + "/api", module + "/storage", module + "/window", module + "/ingest/live", "go.etcd.io/bbolt"}},
 		{"counter", []string{module + "/"}},
 		{"fleet", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},

@@ -57,26 +57,26 @@ func (e *FormatError) Unwrap() error { return ErrMostlyRejected }
 // suggestOrder is the order in which presets are tried on rejected lines.
 var suggestOrder = []string{"combined", "main", "common", "vhost_combined"}
 
-// judge gives, once, the verdict on the first lines read: a FormatError
+// Judge gives, once, the verdict on the first lines read: a FormatError
 // if more than half of them were rejected. It waits for JudgeLines lines
 // (or the end of the input, when final), unless more than half of
 // JudgeLines are rejected already; with early (run, which has no end to
 // wait for on a quiet site), judgeEarly lines all rejected are enough. It
 // reports whether the verdict is in.
-func (p *Pipeline) judge(final, early bool) (bool, *FormatError) {
-	if p.judged {
+func (c *Core) Judge(final, early bool) (bool, *FormatError) {
+	if c.judged {
 		return true, nil
 	}
-	lines, rejected := p.Lines(), p.Rejected()
+	lines, rejected := c.Lines(), c.Rejected()
 	sure := rejected*2 > JudgeLines || early && lines >= judgeEarly && rejected == lines
 	if !final && lines < JudgeLines && !sure {
 		return false, nil
 	}
-	p.judged = true
+	c.judged = true
 	if rejected*2 <= lines {
 		return true, nil
 	}
-	return true, &FormatError{Lines: lines, Rejected: rejected, ByReason: p.RejectedBy(), Suggest: suggest(p.Samples())}
+	return true, &FormatError{Lines: lines, Rejected: rejected, ByReason: c.RejectedBy(), Suggest: suggest(c.Samples())}
 }
 
 // suggest returns the preset that parses the most samples, if one parses
@@ -101,3 +101,6 @@ func suggest(samples []Sample) string {
 	}
 	return best
 }
+
+// Judged reports whether the verdict on the first lines is in (see Judge).
+func (c *Core) Judged() bool { return c.judged }

@@ -4,8 +4,8 @@
 //
 // It is the one package that sees the pipeline, the tailer and the API's
 // types at once, so that none of them has to know another: each owner
-// reports what it keeps (the pipeline is a prometheus.Collector of its own
-// counters), and a Report only gathers. Every figure is read when it is
+// reports what it keeps (the live loop is a prometheus.Collector of its
+// own counters and windows), and a Report only gathers. Every figure is read when it is
 // asked for, from counters kept anyway, so reporting costs nothing per line.
 package status
 
@@ -20,7 +20,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
-	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/ingest/live"
 	"github.com/logtally/logtally/tailer"
 )
 
@@ -36,7 +36,9 @@ type Config struct {
 
 // Deps are what a Report reads.
 type Deps struct {
-	Pipeline *ingest.Pipeline
+	// Pipeline is the live loop: its figures, and its metrics as a
+	// prometheus.Collector.
+	Pipeline *live.Loop
 	// Files returns the followed files; nil when none are followed.
 	Files func() []tailer.FileStatus
 	// Following returns why following files stopped, or nil while it goes

@@ -13,6 +13,7 @@ import (
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/ingest/live"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
@@ -35,9 +36,9 @@ func (f *failing) Commit(bs ...*tally.Batch) error {
 	return f.Committer.Commit(bs...)
 }
 
-// pipeline returns a pipeline that has read two good lines and a bad one
+// pipeline returns a live loop that has read two good lines and a bad one
 // of file "f", into a real store behind store.
-func pipeline(t *testing.T) (*ingest.Pipeline, *failing) {
+func pipeline(t *testing.T) (*live.Loop, *failing) {
 	t.Helper()
 	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
 	if err != nil {
@@ -53,8 +54,8 @@ func pipeline(t *testing.T) (*ingest.Pipeline, *failing) {
 		t.Fatal(err)
 	}
 	store := &failing{Committer: s}
-	p, err := ingest.New(ingest.Config{}, ingest.Deps{Format: format, Classifier: classifier,
-		Window: window.New(window.DefaultConfig(), t0), Store: store, Now: func() time.Time { return t0 }})
+	p, err := live.New(live.Config{}, live.Deps{Deps: ingest.Deps{Format: format, Classifier: classifier, Now: func() time.Time { return t0 }},
+		Window: window.New(window.DefaultConfig(), t0), Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,8 @@ func TestMain(m *testing.M) {
 
 // TestCrashRecoveryIsExact kills a replaying child with SIGKILL at random
 // moments, restarts it each time, and finally lets it finish: every stored
-// minute must then equal a recount from the log. Every other life applies
-// on shards, with several commits under way.
+// minute must then equal a recount from the log. Each life commits on a
+// goroutine of its own while it applies the next lines.
 func TestCrashRecoveryIsExact(t *testing.T) {
 	const kills = 20
 	lines := 60_000
@@ -63,14 +63,9 @@ func TestCrashRecoveryIsExact(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(11, 12))
 	var stderr bytes.Buffer
-	lives := 0
 	startDB := func(db string) *exec.Cmd {
-		// Every other life replays with the layout of a machine with many
-		// cores: apply shards and several commits under way at once.
-		shards := []string{"0", "3"}[lives%2]
-		lives++
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=replay --apply-shards "+shards+" --db "+db+" --flush-lines 700 --tz UTC "+log)
+		cmd.Env = append(os.Environ(), childEnv+"=replay --db "+db+" --flush-lines 700 --tz UTC "+log)
 		stderr.Reset()
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

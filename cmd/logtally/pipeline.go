@@ -1,8 +1,9 @@
 package main
 
-// This file is where the program meets package ingest, and the only one
-// that names it: the pipeline's settings and flags, how it is built on the
-// store (its windows restored), and what the commands read of it.
+// This file is where the program meets package ingest and its two loops,
+// and the only one that names them: the pipeline's settings and flags, how
+// it is built on the store (run's windows restored), and what the commands
+// read of it.
 
 import (
 	"errors"
@@ -14,63 +15,93 @@ import (
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/ingest/live"
+	"github.com/logtally/logtally/ingest/replay"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/status"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/window"
 )
 
-// pipelineConfig is the pipeline's settings: its flags, and what the
-// program derives from the others (the mode, the sites of the files, the
-// longest line).
-type pipelineConfig struct{ c ingest.Config }
+// pipelineConfig is the pipeline's settings: run's (the live loop's) or
+// replay's, by the flags registered, and what the program derives from the
+// others (the sites of the files, the longest line).
+type pipelineConfig struct {
+	isLive    bool
+	forRun    live.Config
+	forReplay replay.Config
+}
 
 // defaultPipelineConfig returns the pipeline's defaults.
-func defaultPipelineConfig() pipelineConfig { return pipelineConfig{ingest.DefaultConfig()} }
+func defaultPipelineConfig() pipelineConfig {
+	return pipelineConfig{forRun: live.DefaultConfig(), forReplay: replay.DefaultConfig()}
+}
 
-// registerFlags registers the pipeline's flags of run (live) or replay.
-func (p *pipelineConfig) registerFlags(fs *flag.FlagSet, live bool) { p.c.RegisterFlags(fs, live) }
+// registerFlags registers the pipeline's flags of run (live) or replay,
+// and makes it that command's.
+func (p *pipelineConfig) registerFlags(fs *flag.FlagSet, isLive bool) {
+	p.isLive = isLive
+	if isLive {
+		p.forRun.RegisterFlags(fs)
+	} else {
+		p.forReplay.RegisterFlags(fs)
+	}
+}
+
+// core returns the settings both loops share, of the command's.
+func (p *pipelineConfig) core() *ingest.Config {
+	if p.isLive {
+		return &p.forRun.Ingest
+	}
+	return &p.forReplay.Ingest
+}
 
 // siteFile is one --site NAME=PATH.
 type siteFile struct{ Site, Path string }
 
 // siteFiles returns the --site flags, in order.
 func (p *pipelineConfig) siteFiles() []siteFile {
-	files := make([]siteFile, len(p.c.SiteFiles))
-	for i, f := range p.c.SiteFiles {
+	files := make([]siteFile, len(p.core().SiteFiles))
+	for i, f := range p.core().SiteFiles {
 		files[i] = siteFile{f.Site, f.Path}
 	}
 	return files
 }
 
 // flushLines is --flush-lines.
-func (p *pipelineConfig) flushLines() int { return p.c.FlushLines }
+func (p *pipelineConfig) flushLines() int { return p.core().FlushLines }
 
 // setSites says which site the files of each followed or replayed pattern
 // count under ("" for none), and whether lines name their own (--site-field).
 func (p *pipelineConfig) setSites(patternSites []string, byField bool) {
-	p.c.PatternSites, p.c.ByField = patternSites, byField
+	p.core().PatternSites, p.core().ByField = patternSites, byField
 }
 
 // multiSite reports whether lines are counted per site: with --site or
 // --site-field.
-func (p *pipelineConfig) multiSite() bool { return p.c.ByField || len(p.c.SiteFiles) > 0 }
+func (p *pipelineConfig) multiSite() bool { return p.core().ByField || len(p.core().SiteFiles) > 0 }
 
-// live sets the mode of run: the window is kept and stored with each
-// commit, so that a restart rebuilds it exactly.
+// live makes the pipeline run's: the live loop, which keeps the windows
+// and stores them with each commit, so that a restart rebuilds them exactly.
 func (p *pipelineConfig) live(maxLine int) {
-	p.c.PersistWindow, p.c.NoWindow, p.c.MaxLine = true, false, maxLine
+	p.isLive = true
+	p.forRun.Ingest.MaxLine = maxLine
 }
 
-// replay sets the mode of replay: no window (nothing serves it), and the
-// clock is the log's, a replay having no "now" of its own.
+// replay makes the pipeline replay's: no window (nothing serves it), lines
+// judged by the clock's --max-skew (see newPipeline).
 func (p *pipelineConfig) replay(maxLine int) {
-	p.c.Anchor = ingest.AnchorLog
-	p.c.PersistWindow, p.c.NoWindow, p.c.MaxLine = false, true, maxLine
+	p.isLive = false
+	p.forReplay.Ingest.MaxLine = maxLine
 }
 
 // validate reports settings that cannot work.
-func (p *pipelineConfig) validate() error { return p.c.Validate() }
+func (p *pipelineConfig) validate() error {
+	if p.isLive {
+		return p.forRun.Validate()
+	}
+	return p.forReplay.Validate()
+}
 
 // committer is where a pipeline's batches go: the store, or what a test
 // puts between them.
@@ -82,7 +113,7 @@ type pipelineDeps struct {
 	classifier *classify.Classifier
 	store      *storage.Store
 	commit     committer        // the store, unless a test wraps it
-	window     window.Config    // each site's live window
+	window     window.Config    // each site's live window; replay takes its MaxSkew
 	matcher    *counter.Matcher // nil without counters
 	counterMax int              // --max-counter-keys: a counter window's paths
 	knownSites []string         // sites the store holds lines of, with several
@@ -90,34 +121,42 @@ type pipelineDeps struct {
 	logger     *slog.Logger
 }
 
-// pipeline is the ingest pipeline a command feeds: run's live loop, or
-// replay's.
-type pipeline struct{ *ingest.Pipeline }
+// pipeline is the pipeline a command feeds: run's live loop, or replay's
+// replayer; the other is nil.
+type pipeline struct {
+	core *ingest.Core
+	*live.Loop
+	*replay.Replayer
+}
 
-// newPipeline builds the pipeline cfg says on d, its windows restored from
-// the store.
+// newPipeline builds the pipeline cfg says on d: for run, its windows
+// restored from the store.
 func newPipeline(cfg pipelineConfig, d pipelineDeps) (*pipeline, error) {
-	deps := ingest.Deps{Format: d.format, Classifier: d.classifier, Store: d.commit, Now: d.now, Logger: d.logger}
-	newWindow := func(site string, end time.Time) (*window.Window, error) {
-		return siteWindow(cfg, d, site, end)
+	core := ingest.Deps{Format: d.format, Classifier: d.classifier, Counters: d.matcher, KnownSites: d.knownSites,
+		Now: d.now, Logger: d.logger}
+	if !cfg.isLive {
+		rc := cfg.forReplay
+		rc.Ingest.MaxSkew = d.window.MaxSkew // replay has no window: lines are judged by --max-skew
+		r, err := replay.New(rc, replay.Deps{Deps: core, Store: d.commit})
+		if err != nil {
+			return nil, err
+		}
+		return &pipeline{core: r.Core, Replayer: r}, nil
 	}
-	if d.matcher != nil {
-		deps.Counters, deps.NewWindow = d.matcher, newWindow
-	}
-	if cfg.multiSite() {
-		deps.KnownSites, deps.NewWindow = d.knownSites, newWindow
-	} else {
-		w, err := ingest.Restore(d.store, d.window, cfg.c.Anchor, d.now())
+	deps := live.Deps{Deps: core, Store: d.commit,
+		NewWindow: func(site string, end time.Time) (*window.Window, error) { return siteWindow(cfg, d, site, end) }}
+	if !cfg.multiSite() {
+		w, err := live.Restore(d.store, d.window, cfg.forRun.Anchor, d.now())
 		if err != nil {
 			return nil, err
 		}
 		deps.Window = w
 	}
-	p, err := ingest.New(cfg.c, deps)
+	l, err := live.New(cfg.forRun, deps)
 	if err != nil {
 		return nil, err
 	}
-	return &pipeline{p}, nil
+	return &pipeline{core: l.Core, Loop: l}, nil
 }
 
 // siteWindow restores a site's live window from the store, or starts an
@@ -125,9 +164,9 @@ func newPipeline(cfg pipelineConfig, d pipelineDeps) (*pipeline, error) {
 // end, but for the all-sites view's, the first, which ends where --window-end
 // says: with log, at the newest line stored of any site.
 func siteWindow(cfg pipelineConfig, d pipelineDeps, site string, end time.Time) (*window.Window, error) {
-	anchor := ingest.AnchorClock
+	anchor := live.AnchorClock
 	if site == logtally.AllSites {
-		anchor = cfg.c.Anchor
+		anchor = cfg.forRun.Anchor
 	}
 	wcfg := d.window
 	if logtally.IsCounterSite(site) {
@@ -137,17 +176,23 @@ func siteWindow(cfg pipelineConfig, d pipelineDeps, site string, end time.Time) 
 		wcfg.MaxPaths, wcfg.Pages, wcfg.PathVisitors = d.counterMax, d.counterMax, true
 	}
 	if st, ok := d.store.Site(site); ok {
-		return ingest.Restore(st, wcfg, anchor, end)
+		return live.Restore(st, wcfg, anchor, end)
 	}
-	if anchor == ingest.AnchorLog {
+	if anchor == live.AnchorLog {
 		end = time.Unix(0, 0) // nothing stored: the first line moves it
 	}
 	return window.New(wcfg, end), nil
 }
 
-// statusDeps returns deps with the pipeline the status reports on.
+// Lines returns how many lines the pipeline has read.
+func (p *pipeline) Lines() int64 { return p.core.Lines() }
+
+// Commits returns how many commits have succeeded.
+func (p *pipeline) Commits() int64 { return p.core.Commits() }
+
+// statusDeps returns deps with the live loop the status reports on.
 func (p *pipeline) statusDeps(deps status.Deps) status.Deps {
-	deps.Pipeline = p.Pipeline
+	deps.Pipeline = p.Loop
 	return deps
 }
 

@@ -1,42 +1,27 @@
-package ingest
+package live
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/logtally/logtally"
-	"github.com/logtally/logtally/classify"
-	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/ingest/internal/ingesttest"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
 )
 
-// sitePipeline returns a replaying pipeline that counts sites by $host,
-// over a real store, and the store.
-func sitePipeline(t testing.TB, cfg Config, opts ...func(*Deps)) (*Pipeline, *storage.Store) {
+// siteLoop returns a live loop that counts sites by $host, with its
+// window at the newest line, over a real store, and the store.
+func siteLoop(t testing.TB, cfg Config, opts ...func(*Deps)) (*Loop, *storage.Store) {
 	t.Helper()
-	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"}, func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	format, err := parser.Config{Format: `$host $remote_addr [$time_local] "$request" $status $body_bytes_sent`, SiteField: "$host"}.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules := classify.DefaultConfig()
-	rules.NoUserAgent = true
-	classifier, err := classify.New(rules, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ByField, cfg.Anchor = true, AnchorLog
-	deps := Deps{Format: format, Classifier: classifier, Store: s, Now: func() time.Time { return t0 },
+	s := ingesttest.Store(t)
+	format, classifier := ingesttest.SiteFormat(t)
+	cfg.Ingest.ByField, cfg.Anchor = true, AnchorLog
+	deps := Deps{Deps: ingest.Deps{Format: format, Classifier: classifier, Now: func() time.Time { return t0 }}, Store: s,
 		NewWindow: func(site string, end time.Time) (*window.Window, error) {
 			return window.New(window.DefaultConfig(), end), nil
 		}}
@@ -46,25 +31,10 @@ func sitePipeline(t testing.TB, cfg Config, opts ...func(*Deps)) (*Pipeline, *st
 	return mustNew(t, cfg, deps), s
 }
 
-// hostLines returns n lines, a thousand a second up to t0, of the hosts
-// host(i) gives.
-func hostLines(n int, host func(i int) string) []byte {
-	var data []byte
-	for i := range n {
-		data = fmt.Appendf(data, "%s 192.0.2.%d [%s] \"GET /p%d HTTP/1.1\" 200 10\n", host(i), i%50,
-			t0.Add(-time.Duration(n-i)*time.Second/1000).Format("02/Jan/2006:15:04:05 -0700"), i%7)
-	}
-	return data
-}
-
-func replayData(t testing.TB, p *Pipeline, data []byte) {
+// runData runs l over data, one chunk of file "f".
+func runData(t testing.TB, l *Loop, data []byte) {
 	t.Helper()
-	in := make(chan tailer.Chunk, 1)
-	in <- tailer.Chunk{File: "f", Data: data, Offset: int64(len(data))}
-	close(in)
-	if err := p.Replay(context.Background(), in); err != nil {
-		t.Fatal(err)
-	}
+	run(t, l, tailer.Chunk{File: "f", Data: data, Offset: int64(len(data))})
 }
 
 // TestHostFloodStaysWithinMaxSites: 100,000 random Host values make at
@@ -73,11 +43,11 @@ func replayData(t testing.TB, p *Pipeline, data []byte) {
 // view counts every line.
 func TestHostFloodStaysWithinMaxSites(t *testing.T) {
 	const maxSites, lines = 50, 100_000
-	p, s := sitePipeline(t, Config{MaxSites: maxSites})
+	p, s := siteLoop(t, Config{Ingest: ingest.Config{MaxSites: maxSites}})
 	rng := rand.New(rand.NewPCG(1, 2))
 	seen := map[string]bool{}
 	var other int64
-	data := hostLines(lines, func(i int) string {
+	data := ingesttest.HostLines(lines, func(i int) string {
 		h := fmt.Sprintf("h%x.example", rng.Uint64())
 		if !seen[h] && len(seen) < maxSites {
 			seen[h] = true
@@ -86,7 +56,7 @@ func TestHostFloodStaysWithinMaxSites(t *testing.T) {
 		}
 		return h
 	})
-	replayData(t, p, data)
+	runData(t, p, data)
 
 	st := p.SiteStats()
 	if st.Sites != maxSites+1 || st.OtherLines != other {
@@ -121,9 +91,9 @@ func TestHostFloodStaysWithinMaxSites(t *testing.T) {
 // TestSiteVisitors: a client of two sites is one visitor of each and one
 // of all sites together, in the windows and in the stored minutes.
 func TestSiteVisitors(t *testing.T) {
-	p, s := sitePipeline(t, Config{})
-	data := hostLines(1000, func(i int) string { return []string{"A.example:80", "b.example.", "-"}[i%3] })
-	replayData(t, p, data)
+	p, s := siteLoop(t, Config{})
+	data := ingesttest.HostLines(1000, func(i int) string { return []string{"A.example:80", "b.example.", "-"}[i%3] })
+	runData(t, p, data)
 	for site, want := range map[string]int64{"a.example": 50, "b.example": 50, logtally.DefaultSite: 50} {
 		snap, ok := p.SiteSnapshot(site)
 		if !ok || snap.Visitors != want || snap.Requests != 333+int64(boolInt(site == "a.example")) {

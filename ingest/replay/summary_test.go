@@ -1,4 +1,4 @@
-package ingest
+package replay
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/ingest/internal/ingesttest"
 )
 
 func TestSummaryString(t *testing.T) {
@@ -36,18 +37,18 @@ func TestSummaryString(t *testing.T) {
 	}
 }
 
-// TestSummaryOfReplay: the summary counts what the pipeline did.
+// TestSummaryOfReplay: the summary counts what the replayer did.
 func TestSummaryOfReplay(t *testing.T) {
-	p, _ := newPipeline(t)
-	if err := p.Replay(context.Background(), feed(chunks(5_000, 4096))); err != nil {
+	r, _ := newReplayer(t, Config{})
+	if err := r.Replay(context.Background(), ingesttest.Feed(ingesttest.Chunks(5_000, 4096)...)); err != nil {
 		t.Fatal(err)
 	}
-	s := p.Summary(2, time.Second)
+	s := r.Summary(2, time.Second)
 	var byReason int64
 	for _, n := range s.ByReason {
 		byReason += n
 	}
-	// chunks makes every 50th line bad.
+	// Chunks makes every 50th line bad.
 	if s.Files != 2 || s.Lines != 5_000 || s.Rejected != 100 || s.Parsed != 4_900 || byReason != 100 ||
 		s.Elapsed != time.Second {
 		t.Errorf("Summary = %+v; want 2 files, 5000 lines, 4900 parsed, 100 rejected", s)

@@ -1,4 +1,4 @@
-package ingest
+package live
 
 import (
 	"time"
@@ -47,47 +47,82 @@ type Checkpoint interface {
 // only when the checkpoint is known to hold all of its seconds, or when
 // nothing is checkpointed; otherwise it comes from its seconds alone.
 func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) (*window.Window, error) {
-	end := now
-	if anchor == AnchorLog {
-		last, ok, err := store.Last()
-		if err != nil {
-			return nil, err
-		}
-		end = last.Add(time.Minute - time.Second)
-		if !ok {
-			end = time.Unix(0, 0)
-		}
+	end, err := windowEnd(store, anchor, now)
+	if err != nil {
+		return nil, err
 	}
 	w := window.New(cfg, end)
-	start := w.Start()
-	first := logtally.FloorDiv(start, 60) * 60 // the minute the window starts in
+	first := logtally.FloorDiv(w.Start(), 60) * 60 // the minute the window starts in
 	// Every checkpointed second of the window's minutes, held ones after
 	// its end included, so that a minute compares with all its seconds.
 	seconds, err := store.WindowSeconds(first, logtally.FloorDiv(end.Unix(), 60)*60+59)
 	if err != nil {
 		return nil, err
 	}
-	wholeFirst := first == start || len(seconds) > 0 && seconds[0].Time == first
-	if !wholeFirst {
-		// A second checkpointed before the first minute shows that the
-		// run's window reached back past it, so none of its seconds were
-		// dropped; no second checkpointed at all shows that nothing but
-		// the minutes holds it.
-		var earlier []logtally.Second
-		if first > 0 {
-			if earlier, err = store.WindowSeconds(0, first-1); err != nil {
-				return nil, err
-			}
-		}
-		wholeFirst = len(earlier) > 0 || len(seconds) == 0
+	wholeFirst, err := wholeFirstMinute(store, w.Start(), seconds)
+	if err != nil {
+		return nil, err
 	}
 	minutes, err := store.Minutes(time.Unix(first, 0), end)
 	if err != nil {
 		return nil, err
 	}
-	checkpointed := make(map[int64]*logtally.Second, len(minutes)) // by minute
+	checkpointed := seedSeconds(w, seconds, end.Unix())
+	for _, m := range minutes {
+		w.SeedRejected(m.Time.Unix()+59, m.Rejected)
+		if m.Time.Unix() == first && !wholeFirst {
+			continue // its seconds alone
+		}
+		if err := topUp(w, store, m, checkpointed[m.Time.Unix()]); err != nil {
+			return nil, err
+		}
+	}
+	w.Publish()
+	return w, nil
+}
+
+// windowEnd returns where a restored window ends: now, or with AnchorLog at
+// the last second of the newest stored minute (at 1970 when nothing is
+// stored).
+func windowEnd(store Checkpoint, anchor string, now time.Time) (time.Time, error) {
+	if anchor != AnchorLog {
+		return now, nil
+	}
+	last, ok, err := store.Last()
+	if err != nil || !ok {
+		return time.Unix(0, 0), err
+	}
+	return last.Add(time.Minute - time.Second), nil
+}
+
+// wholeFirstMinute reports whether the checkpoint holds every second of the
+// minute a window starting at start starts in, given the checkpointed
+// seconds from that minute on: when the window starts with the minute, or
+// its first second is checkpointed; or when a second checkpointed before
+// the minute shows that the run's window reached back past it, so none of
+// its seconds were dropped; or when no second is checkpointed at all, so
+// that nothing but the minutes holds it.
+func wholeFirstMinute(store Checkpoint, start int64, seconds []logtally.Second) (bool, error) {
+	first := logtally.FloorDiv(start, 60) * 60
+	if first == start || len(seconds) > 0 && seconds[0].Time == first {
+		return true, nil
+	}
+	var earlier []logtally.Second
+	if first > 0 {
+		var err error
+		if earlier, err = store.WindowSeconds(0, first-1); err != nil {
+			return false, err
+		}
+	}
+	return len(earlier) > 0 || len(seconds) == 0, nil
+}
+
+// seedSeconds puts the checkpointed seconds up to end back in w, and
+// returns what they hold by minute.
+func seedSeconds(w *window.Window, seconds []logtally.Second, end int64) map[int64]*logtally.Second {
+	checkpointed := make(map[int64]*logtally.Second) // by minute
 	for _, sec := range seconds {
-		if sec.Time <= end.Unix() {
+		if sec.Time <= end {
 			w.Seed(sec.Time, sec.Requests, sec.PageViews, sec.Visitors, sec.Paths)
 			w.SeedPairs(sec.Time, sec.PathVisitors) // a named counter's visitors per key
 		}
@@ -103,36 +138,34 @@ func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) 
 			c.Paths[p] += n
 		}
 	}
-	for _, m := range minutes {
-		last := m.Time.Unix() + 59
-		w.SeedRejected(last, m.Rejected)
-		if m.Time.Unix() == first && !wholeFirst {
-			continue // its seconds alone
-		}
-		c := checkpointed[m.Time.Unix()]
-		if c == nil {
-			c = &logtally.Second{}
-		}
-		requests := max(m.Requests-c.Requests, 0)
-		pageviews := max(m.PageViews-c.PageViews, 0)
-		if requests == 0 && pageviews == 0 {
-			continue // the checkpoint holds the whole minute
-		}
-		var visitors []uint64
-		paths := make(map[string]int64, len(m.Top))
-		if pageviews > 0 {
-			visitors, _, err = store.MinuteVisitors(m.Time)
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range m.Top {
-				if n := p.PageViews - c.Paths[p.Path]; n > 0 {
-					paths[p.Path] = n
-				}
-			}
-		}
-		w.Seed(last, requests, pageviews, visitors, paths)
+	return checkpointed
+}
+
+// topUp adds what a stored minute holds beyond its checkpointed seconds c
+// (nil for none) at its last second: with the minute's visitors, and its
+// top pages for what they hold beyond the seconds.
+func topUp(w *window.Window, store Checkpoint, m logtally.Bucket, c *logtally.Second) error {
+	if c == nil {
+		c = &logtally.Second{}
 	}
-	w.Publish()
-	return w, nil
+	requests := max(m.Requests-c.Requests, 0)
+	pageviews := max(m.PageViews-c.PageViews, 0)
+	if requests == 0 && pageviews == 0 {
+		return nil // the checkpoint holds the whole minute
+	}
+	var visitors []uint64
+	paths := make(map[string]int64, len(m.Top))
+	if pageviews > 0 {
+		var err error
+		if visitors, _, err = store.MinuteVisitors(m.Time); err != nil {
+			return err
+		}
+		for _, p := range m.Top {
+			if n := p.PageViews - c.Paths[p.Path]; n > 0 {
+				paths[p.Path] = n
+			}
+		}
+	}
+	w.Seed(m.Time.Unix()+59, requests, pageviews, visitors, paths)
+	return nil
 }

@@ -1,22 +1,21 @@
-package ingest
+package live
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logtally/logtally/ingest/internal/ingesttest"
 )
 
-// TestMetrics: a Pipeline registered as a collector reports its counters,
-// its commits and its window.
+// TestMetrics: a Loop registered as a collector reports its counters, its
+// commits and its window.
 func TestMetrics(t *testing.T) {
-	p, _ := newPipeline(t)
+	l := newLoop(t, Config{Anchor: AnchorLog}, ingesttest.Store(t), t0)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(p)
-	if err := p.Run(context.Background(), feed(chunks(1_000, 4096))); err != nil {
-		t.Fatal(err)
-	}
+	reg.MustRegister(l)
+	run(t, l, ingesttest.Chunks(1_000, 4096)...)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -55,17 +54,17 @@ func TestMetrics(t *testing.T) {
 			rejected += n
 		}
 	}
-	// chunks makes every 50th line bad.
+	// Chunks makes every 50th line bad.
 	if lines["/parsed"] != 980 || rejected != 20 {
 		t.Errorf("logtally_lines_total = %v, want 980 parsed and 20 rejected", lines)
 	}
 	want := map[string]float64{
-		"logtally_bytes_read_total":        float64(p.BytesRead()),
+		"logtally_bytes_read_total":        float64(l.BytesRead()),
 		"logtally_store_ready":             1,
-		"logtally_commit_duration_seconds": float64(p.Commits()),
-		"logtally_window_requests":         float64(p.Snapshot().Requests),
-		"logtally_window_pageviews":        float64(p.Snapshot().PageViews),
-		"logtally_window_visitors":         float64(p.Snapshot().Visitors),
+		"logtally_commit_duration_seconds": float64(l.Commits()),
+		"logtally_window_requests":         float64(l.Snapshot().Requests),
+		"logtally_window_pageviews":        float64(l.Snapshot().PageViews),
+		"logtally_window_visitors":         float64(l.Snapshot().Visitors),
 	}
 	for name, n := range want {
 		if got := values(name)[""]; got != n || n == 0 {

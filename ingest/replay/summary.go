@@ -1,4 +1,4 @@
-package ingest
+package replay
 
 import (
 	"fmt"
@@ -24,11 +24,11 @@ type Summary struct {
 	Kept logtally.Kept
 }
 
-// Summary returns what the pipeline has done so far as the summary of a
+// Summary returns what the replayer has done so far as the summary of a
 // replay of files that took elapsed.
-func (p *Pipeline) Summary(files int, elapsed time.Duration) Summary {
-	return Summary{Files: files, Lines: p.Lines(), Parsed: p.Parsed(), Rejected: p.Rejected(),
-		ByReason: p.RejectedBy(), Elapsed: elapsed}
+func (r *Replayer) Summary(files int, elapsed time.Duration) Summary {
+	return Summary{Files: files, Lines: r.Lines(), Parsed: r.Parsed(), Rejected: r.Rejected(),
+		ByReason: r.RejectedBy(), Elapsed: elapsed}
 }
 
 // String renders the summary as replay prints it: one line, then, when

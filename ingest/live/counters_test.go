@@ -1,31 +1,25 @@
-package ingest
+package live
 
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/logtally/logtally"
-	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
-	"github.com/logtally/logtally/parser"
-	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/ingest/internal/ingesttest"
 	"github.com/logtally/logtally/window"
 )
 
-// TestCountersMatchBruteForce: shows and clicks of many items, replayed
+// TestCountersMatchBruteForce: shows and clicks of many items, counted
 // with two counters declared, give each counter's window and stored daily
 // and all-time count per key, and its distinct visitors, as a count of
 // the lines themselves; lines of neither stay out of both.
 func TestCountersMatchBruteForce(t *testing.T) {
-	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"}, func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := ingesttest.Store(t)
 	cfg := counter.DefaultConfig()
 	cfg.AddCounter("show=GET /thumb/{id}.jpg")
 	cfg.AddCounter("click=GET /watch/{id} status=2xx")
@@ -33,13 +27,10 @@ func TestCountersMatchBruteForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	format, _ := parser.New("combined")
-	classifier, err := classify.New(classify.DefaultConfig(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := mustNew(t, Config{Anchor: AnchorLog}, Deps{Format: format, Classifier: classifier, Store: s,
-		Window: window.New(window.DefaultConfig(), time.Unix(0, 0)), Counters: m, Now: func() time.Time { return t0 },
+	format, classifier := ingesttest.Combined(t)
+	core := ingest.Deps{Format: format, Classifier: classifier, Counters: m, Now: func() time.Time { return t0 }}
+	p := mustNew(t, Config{Anchor: AnchorLog}, Deps{Deps: core, Store: s,
+		Window: window.New(window.DefaultConfig(), time.Unix(0, 0)),
 		NewWindow: func(site string, end time.Time) (*window.Window, error) {
 			return window.New(window.Config{MaxPaths: 100_000, Pages: 100_000}, end), nil
 		}})
@@ -72,7 +63,7 @@ func TestCountersMatchBruteForce(t *testing.T) {
 		data = fmt.Appendf(data, "%s - - [%s] \"GET %s HTTP/1.1\" %d 10 \"-\" \"Firefox\"\n", ip,
 			t0.Add(-time.Duration(lines-i)*time.Second/100).Format("02/Jan/2006:15:04:05 -0700"), path, status)
 	}
-	replayData(t, p, data)
+	runData(t, p, data)
 
 	for name, keys := range want {
 		snap, ok := p.CounterSnapshot(name)

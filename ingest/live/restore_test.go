@@ -1,61 +1,27 @@
-package ingest
+package live
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/logtally/logtally"
-	"github.com/logtally/logtally/classify"
-	"github.com/logtally/logtally/parser"
+	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/ingest/internal/ingesttest"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/window"
 )
 
-// openStore opens a new store in a temp dir, closed at the end of the test.
-func openStore(t *testing.T) *storage.Store {
+// runLines runs a live loop over cs into store, on the clock now, with a
+// window of wcfg ending at now, and returns the window.
+func runLines(t *testing.T, store ingest.Committer, wcfg window.Config, now time.Time, cs ...tailer.Chunk) *window.Window {
 	t.Helper()
-	s, err := storage.Open(storage.Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"},
-		func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// ingestLines runs a pipeline over cs into store, on the clock now or, with
-// AnchorLog, at the newest line's time, and returns the window it fed. With
-// AnchorLog, as for a replay, the pipeline's clock is the wall clock, after
-// the lines were written: lines ahead of the clock are rejected.
-func ingestLines(t *testing.T, store Committer, cfg Config, wcfg window.Config, now time.Time, cs ...tailer.Chunk) *window.Window {
-	t.Helper()
-	format, err := parser.New("combined")
-	if err != nil {
-		t.Fatal(err)
-	}
-	classifier, err := classify.New(classify.DefaultConfig(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	format, classifier := ingesttest.Combined(t)
 	w := window.New(wcfg, now)
-	clock := func() time.Time { return now }
-	if cfg.Anchor == AnchorLog {
-		clock = time.Now
-	}
-	deps := Deps{Format: format, Classifier: classifier, Window: w, Store: store, Now: clock}
-	in := make(chan tailer.Chunk, len(cs))
-	for _, c := range cs {
-		in <- c
-	}
-	close(in)
-	if err := mustNew(t, cfg, deps).Run(context.Background(), in); err != nil {
-		t.Fatal(err)
-	}
+	core := ingest.Deps{Format: format, Classifier: classifier, Now: func() time.Time { return now }}
+	run(t, mustNew(t, Config{}, Deps{Deps: core, Window: w, Store: store}), cs...)
 	return w
 }
 
@@ -69,10 +35,10 @@ func snapshotText(s *logtally.Snapshot) string {
 // commits checkpointed shows what the live window showed, and slides the
 // same way afterwards.
 func TestRestoreFromCheckpoint(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	now := t0.Add(5 * time.Minute)
 	wcfg := window.Config{Length: 10 * time.Minute}
-	live := ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, chunk(0, 0, 250))
+	live := runLines(t, store, wcfg, now, ingesttest.Chunk(0, 0, 250))
 
 	restored, err := Restore(store, wcfg, AnchorClock, now)
 	if err != nil {
@@ -98,9 +64,9 @@ func TestRestoreFromCheckpoint(t *testing.T) {
 // window is refilled from the stored minutes; anchored at the log, it ends
 // with the newest stored minute.
 func TestRestoreFromMinutes(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	wcfg := window.Config{Length: 10 * time.Minute}
-	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, chunk(0, 0, 250)) // t0 .. t0+249s
+	replayLines(t, store, ingesttest.Chunk(0, 0, 250)) // t0 .. t0+249s
 
 	w, err := Restore(store, wcfg, AnchorLog, time.Now())
 	if err != nil {
@@ -120,13 +86,13 @@ func TestRestoreFromMinutes(t *testing.T) {
 // only a replay wrote, the older part comes from the minutes and the rest
 // exactly from the seconds, and nothing is counted twice.
 func TestRestoreMixed(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	wcfg := window.Config{Length: 10 * time.Minute}
-	replayed := chunk(0, 0, 120) // t0 .. t0+119s
-	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, replayed)
+	replayed := ingesttest.Chunk(0, 0, 120) // t0 .. t0+119s
+	replayLines(t, store, replayed)
 	now := t0.Add(5 * time.Minute)
-	live := chunk(replayed.Offset, 180, 60) // t0+180s .. t0+239s
-	ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, live)
+	live := ingesttest.Chunk(replayed.Offset, 180, 60) // t0+180s .. t0+239s
+	runLines(t, store, wcfg, now, live)
 
 	w, err := Restore(store, wcfg, AnchorClock, now)
 	if err != nil {
@@ -138,7 +104,7 @@ func TestRestoreMixed(t *testing.T) {
 }
 
 func TestRestoreEmpty(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	w, err := Restore(store, window.DefaultConfig(), AnchorLog, t0)
 	if err != nil {
 		t.Fatal(err)
@@ -159,9 +125,9 @@ func TestRestoreEmpty(t *testing.T) {
 // over yet are in the window that run restores on the clock. Their minute
 // ends after now, so they count at the window's last second.
 func TestRestoreCurrentMinute(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	wcfg := window.Config{Length: 10 * time.Minute}
-	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, chunk(0, 0, 30)) // t0 .. t0+29s
+	replayLines(t, store, ingesttest.Chunk(0, 0, 30)) // t0 .. t0+29s
 	now := t0.Add(40 * time.Second)
 
 	w, err := Restore(store, wcfg, AnchorClock, now)
@@ -213,11 +179,11 @@ func storedTotals(t *testing.T, store *storage.Store, from, to time.Time) (reque
 // to minutes the run checkpointed, run again. The restored window holds what
 // the stored minutes hold, not only what the run checkpointed per second.
 func TestRestoreAfterReplayOfSameMinutes(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	wcfg := window.Config{Length: 10 * time.Minute}
 	now := t0.Add(5 * time.Minute)
-	ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, chunk(0, 0, 100))            // t0 .. t0+99s
-	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, otherClients(chunk(0, 30, 50))) // t0+30s .. t0+79s
+	runLines(t, store, wcfg, now, ingesttest.Chunk(0, 0, 100))       // t0 .. t0+99s
+	replayLines(t, store, otherClients(ingesttest.Chunk(0, 30, 50))) // t0+30s .. t0+79s
 
 	w, err := Restore(store, wcfg, AnchorClock, now)
 	if err != nil {
@@ -244,10 +210,10 @@ func TestRestoreAfterReplayOfSameMinutes(t *testing.T) {
 // checkpointed: it is restored from the seconds, exactly, and not topped up
 // from the stored minute with lines from before the window.
 func TestRestorePrunedFirstMinute(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	wcfg := window.Config{Length: 10 * time.Minute}
 	now := t0.Add(930 * time.Second) // the window starts at t0+331s
-	live := ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, chunk(0, 0, 930))
+	live := runLines(t, store, wcfg, now, ingesttest.Chunk(0, 0, 930))
 
 	later := now.Add(10 * time.Second)
 	restored, err := Restore(store, wcfg, AnchorClock, later)
@@ -265,7 +231,7 @@ func TestRestorePrunedFirstMinute(t *testing.T) {
 // counted in the restored window, from the live run's minutes as from a
 // replay's.
 func TestRestoreRejected(t *testing.T) {
-	store := openStore(t)
+	store := ingesttest.Store(t)
 	wcfg := window.Config{Length: 10 * time.Minute}
 	now := t0.Add(5 * time.Minute)
 	bad := func(c tailer.Chunk, n int) tailer.Chunk {
@@ -273,8 +239,8 @@ func TestRestoreRejected(t *testing.T) {
 		c.Offset += int64(n * len("not a log line\n"))
 		return c
 	}
-	ingestLines(t, store, Config{PersistWindow: true}, wcfg, now, bad(chunk(0, 0, 100), 3))
-	ingestLines(t, store, Config{Anchor: AnchorLog}, wcfg, t0, bad(otherClients(chunk(0, 130, 10)), 2))
+	runLines(t, store, wcfg, now, bad(ingesttest.Chunk(0, 0, 100), 3))
+	replayLines(t, store, bad(otherClients(ingesttest.Chunk(0, 130, 10)), 2))
 
 	w, err := Restore(store, wcfg, AnchorClock, now)
 	if err != nil {

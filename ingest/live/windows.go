@@ -1,0 +1,166 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/ingest"
+	"github.com/logtally/logtally/window"
+)
+
+// windows are the live windows: the all-sites view's, each site's and
+// each named counter's, by the ids the core gives their sites. The loop's
+// goroutine owns them; readers see them through index and byCounter.
+type windows struct {
+	anchor    string
+	all       *window.Window
+	sites     []*window.Window // by site id, all's first
+	counters  []*window.Window // by counter index
+	newWindow func(site string, end time.Time) (*window.Window, error)
+	now       func() time.Time
+	last      int64 // newest line second seen, for AnchorLog
+	// names are the declared counters' names; byCounter, their windows by
+	// name, is set in New and only read after.
+	names     []string
+	byCounter map[string]*window.Window
+	index     atomic.Pointer[siteIndex]
+}
+
+// siteIndex is what readers see of the sites: replaced, never changed, when
+// a site is added.
+type siteIndex struct {
+	byName map[string]*window.Window
+	names  []string // sorted
+}
+
+// init sets the windows up, all's first: deps.Window with one site, else
+// the all-sites view's from deps.NewWindow.
+func (w *windows) init(cfg Config, deps Deps) error {
+	w.anchor, w.newWindow, w.now = cfg.Anchor, deps.NewWindow, deps.Now
+	w.byCounter = make(map[string]*window.Window)
+	w.index.Store(&siteIndex{byName: map[string]*window.Window{}})
+	if deps.Counters != nil {
+		if deps.NewWindow == nil {
+			return errors.New("ingest: counters and no NewWindow")
+		}
+		for _, c := range deps.Counters.Counters() {
+			w.names = append(w.names, c.Name)
+		}
+	}
+	if !cfg.Ingest.Multi() {
+		if w.all = deps.Window; w.all == nil {
+			return errors.New("ingest: no window")
+		}
+		return nil
+	}
+	if deps.NewWindow == nil {
+		return errors.New("ingest: several sites and no NewWindow")
+	}
+	var err error
+	if w.all, err = deps.NewWindow(logtally.AllSites, w.now()); err != nil {
+		return fmt.Errorf("site %s: %w", logtally.AllSites, err)
+	}
+	return nil
+}
+
+// newSite gives a site or counter the core adds its window (see
+// ingest.Deps.NewSite), and a site its place in the readers' index. A
+// site's window ends where all's does.
+func (w *windows) newSite(s *ingest.Site) error {
+	if s.Counter() {
+		win, err := w.newWindow(s.Name(), w.end())
+		if err != nil {
+			return err
+		}
+		w.counters = append(w.counters, win)
+		w.byCounter[w.names[s.ID()]] = win
+		return nil
+	}
+	win := w.all
+	if s.ID() > 0 {
+		var err error
+		if win, err = w.newWindow(s.Name(), w.end()); err != nil {
+			return err
+		}
+	}
+	w.sites = append(w.sites, win)
+	if s.Name() == logtally.AllSites {
+		return nil
+	}
+	old := w.index.Load()
+	idx := &siteIndex{byName: make(map[string]*window.Window, len(old.byName)+1), names: slices.Clone(old.names)}
+	for name, sw := range old.byName {
+		idx.byName[name] = sw
+	}
+	idx.byName[s.Name()] = win
+	idx.names = append(idx.names, s.Name())
+	slices.Sort(idx.names)
+	w.index.Store(idx)
+	return nil
+}
+
+// end is where a new window ends: the clock's, or where the newest line
+// put every window.
+func (w *windows) end() time.Time {
+	if w.anchor == AnchorLog {
+		return time.Unix(w.all.End(), 0)
+	}
+	return w.now()
+}
+
+// of returns a site's or counter's window.
+func (w *windows) of(s *ingest.Site) *window.Window {
+	if s.Counter() {
+		return w.counters[s.ID()]
+	}
+	return w.sites[s.ID()]
+}
+
+// advance moves a window to the loop's end: the clock's, or the newest
+// line's.
+func (w *windows) advance(win *window.Window, clock time.Time) {
+	if w.anchor == AnchorClock {
+		win.Advance(clock)
+	} else if w.last != 0 {
+		win.Advance(time.Unix(w.last, 0))
+	}
+}
+
+// reject counts a result's rejected lines in the all-sites view's window,
+// and in the window of their file's site.
+func (w *windows) reject(r *ingest.Result) {
+	n := r.RejectedLines()
+	if n == 0 {
+		return
+	}
+	for range n {
+		w.all.Reject()
+	}
+	if s := r.FileSite(); s != nil {
+		sw := w.sites[s.ID()]
+		w.advance(sw, r.Now)
+		for range n {
+			sw.Reject()
+		}
+	}
+}
+
+// publish publishes every site's window, moved to now first, and with
+// counters, each counter's. A window that did not change costs nothing
+// to publish.
+func (w *windows) publish(now time.Time, counters bool) {
+	for _, sw := range w.sites {
+		w.advance(sw, now)
+		sw.Publish()
+	}
+	if counters {
+		for _, cw := range w.counters {
+			w.advance(cw, now)
+			cw.Publish()
+		}
+	}
+}

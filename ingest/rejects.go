@@ -1,0 +1,80 @@
+package ingest
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Sample is a rejected line kept for operators to look at.
+type Sample struct {
+	Time   time.Time
+	Reason string
+	Line   string
+}
+
+// Limits on rejected-line samples.
+const (
+	MaxSamples    = 10
+	MaxSampleSize = 512
+)
+
+// rejects keeps the last rejected lines, for the status and for the
+// verdict on a log's format (see Judge), and logs one at most once a
+// second.
+type rejects struct {
+	off     bool // Config.NoSamples
+	now     func() time.Time
+	log     *slog.Logger
+	lastLog time.Time // only the goroutine that applies lines uses it
+
+	mu      sync.Mutex
+	samples []Sample // the last MaxSamples rejected lines, oldest first
+}
+
+// keep keeps a copy of a rejected line, cut to MaxSampleSize bytes.
+func (rj *rejects) keep(line []byte, err error) {
+	if rj.off {
+		return
+	}
+	if len(line) > MaxSampleSize {
+		line = line[:MaxSampleSize]
+	}
+	s := Sample{Time: rj.now(), Reason: err.Error(), Line: strings.ToValidUTF8(string(line), "\uFFFD")}
+	rj.mu.Lock()
+	if len(rj.samples) == MaxSamples {
+		copy(rj.samples, rj.samples[1:])
+		rj.samples = rj.samples[:MaxSamples-1]
+	}
+	rj.samples = append(rj.samples, s)
+	rj.mu.Unlock()
+}
+
+// due reports whether a rejected line may be logged: at most once a
+// second.
+func (rj *rejects) due() bool {
+	now := time.Now()
+	if now.Sub(rj.lastLog) < time.Second {
+		return false
+	}
+	rj.lastLog = now
+	return true
+}
+
+// logRejected logs a bad line, and how many were rejected in all.
+func (rj *rejects) logRejected(line []byte, err error, total int64) {
+	const max = 256
+	if len(line) > max {
+		line = line[:max]
+	}
+	rj.log.Warn("rejected line", "reason", err, "line", string(line), "rejected_total", total)
+}
+
+// Samples returns the last rejected lines, oldest first.
+func (rj *rejects) Samples() []Sample {
+	rj.mu.Lock()
+	defer rj.mu.Unlock()
+	return slices.Clone(rj.samples)
+}
