@@ -34,7 +34,6 @@ type Batch struct {
 	ids   map[string]int32
 	names []string
 	spare []*Delta // counts emptied by Reset, reused
-	remap []int32  // Merge's: the other batch's path numbers to b's
 }
 
 // maxKeptPaths is how many path numbers a batch keeps across Reset: more
@@ -139,58 +138,6 @@ func (c *Delta) hit(h *logtally.Hit, path int32) {
 	}
 }
 
-// Merge adds what o holds to b, as if b had been given o's lines as well:
-// counts add, page views and their visitors are appended (o's paths
-// numbered in b), o's positions replace b's for the same file. Replay's
-// apply workers each fill batches of their share of the lines, which are
-// merged into one batch per site for the commit; o is left as it was.
-//
-// It costs a copy of each page view and one map lookup per path of o,
-// not per line.
-func (b *Batch) Merge(o *Batch) {
-	b.remap = b.remap[:0]
-	for _, p := range o.names {
-		id, ok := b.ids[p]
-		if !ok {
-			id = int32(len(b.names))
-			b.ids[p] = id
-			b.names = append(b.names, p)
-		}
-		b.remap = append(b.remap, id)
-	}
-	for _, m := range []struct{ to, from map[int64]*Delta }{{b.minutes, o.minutes}, {b.seconds, o.seconds}} {
-		for k, d := range m.from {
-			c := m.to[k]
-			if c == nil {
-				c = b.newCounts()
-				m.to[k] = c
-			}
-			c.merge(d, b.remap)
-		}
-	}
-	for file, off := range o.positions {
-		b.positions[file] = off
-	}
-	b.lines += o.lines
-	b.last = max(b.last, o.last)
-	b.windowStart = max(b.windowStart, o.windowStart)
-}
-
-// merge adds o to c, o's path numbers turned into c's by remap.
-func (c *Delta) merge(o *Delta, remap []int32) {
-	c.Requests += o.Requests
-	c.PageViews += o.PageViews
-	c.Bytes += o.Bytes
-	c.Rejected += o.Rejected
-	for i, n := range o.Status {
-		c.Status[i] += n
-	}
-	c.Visitors = append(c.Visitors, o.Visitors...)
-	for _, id := range o.Views {
-		c.Views = append(c.Views, remap[id])
-	}
-}
-
 // Reject counts a line that did not parse, in the minute of the newest line
 // added so far (a rejected line has no time of its own that can be trusted),
 // or in the minute of fallback if no line has been added yet.
@@ -207,11 +154,6 @@ func (b *Batch) Reject(fallback int64) {
 	}
 	m.Rejected++
 }
-
-// Saw records that lines up to second sec were added to another batch of
-// the same commit (see Merge), so that a rejected line counts in their
-// minute as it would if they had been added here.
-func (b *Batch) Saw(sec int64) { b.last = max(b.last, sec) }
 
 // AddLines counts n lines read, whether or not they parsed.
 func (b *Batch) AddLines(n int64) { b.lines += int(n) }

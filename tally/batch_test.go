@@ -1,13 +1,9 @@
 package tally
 
 import (
-	"cmp"
-	"fmt"
 	"github.com/logtally/logtally"
 	"maps"
-	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -120,102 +116,4 @@ func equalDeltas(a, b map[int64]delta) bool {
 			x.Rejected == y.Rejected && x.Status == y.Status && slices.Equal(x.Visitors, y.Visitors) &&
 			slices.Equal(x.Views, y.Views)
 	})
-}
-
-// TestBatchMergeEqualsOne is the property Replay's sharded apply stands
-// on: random lines split among batches however, then merged, hold what
-// one batch given every line holds (page views in another order, each
-// still with its visitor).
-func TestBatchMergeEqualsOne(t *testing.T) {
-	for seed := range uint64(50) {
-		r := rand.New(rand.NewPCG(seed, 1))
-		parts := make([]*Batch, 2+r.IntN(5)) // parts[0] holds rejected lines alone
-		for i := range parts {
-			parts[i] = NewBatch()
-		}
-		one := NewBatch()
-		for i := 1; i < len(parts); i++ {
-			parts[i].Add(hit(0, fmt.Sprintf("/warm%d", i), 200, 7), false) // numberings that differ
-			one.Add(hit(0, fmt.Sprintf("/warm%d", i), 200, 7), false)
-		}
-		for range r.IntN(2000) {
-			h := hit(r.Int64N(600)-100, fmt.Sprintf("/p%d", r.IntN(50)), 100*(1+r.IntN(6)), uint64(r.IntN(3)*r.IntN(100)))
-			live := r.IntN(2) == 0
-			one.Add(h, live)
-			parts[1+r.IntN(len(parts)-1)].Add(h, live)
-			if r.IntN(50) == 0 {
-				// A rejected line counts in the newest line's minute: a
-				// part that holds no lines is told it.
-				one.Reject(0)
-				newest := int64(0)
-				for _, p := range parts[1:] {
-					newest = max(newest, p.last)
-				}
-				parts[0].Reject(newest)
-			}
-		}
-		for i, b := range parts {
-			b.AddLines(int64(i + 1))
-			one.AddLines(int64(i + 1))
-			b.SetPosition(fmt.Sprint("f", i), int64(i))
-			one.SetPosition(fmt.Sprint("f", i), int64(i))
-		}
-		merged := NewBatch()
-		for _, b := range parts {
-			merged.Merge(b)
-		}
-		for _, seq := range []string{"minutes", "seconds"} {
-			got, want := collect(merged, merged.Minutes()), collect(one, one.Minutes())
-			if seq == "seconds" {
-				got, want = collect(merged, merged.Seconds()), collect(one, one.Seconds())
-			}
-			if !equalDeltas(normalize(got), normalize(want)) {
-				t.Fatalf("seed %d: merged %s = %+v\nwant %+v", seed, seq, got, want)
-			}
-		}
-		if merged.Lines() != one.Lines() || !maps.Equal(merged.Positions(), one.Positions()) {
-			t.Errorf("seed %d: merged lines %d, positions %v; want %d, %v", seed, merged.Lines(), merged.Positions(),
-				one.Lines(), one.Positions())
-		}
-	}
-}
-
-// normalize sorts each delta's page views by visitor, then path, keeping
-// each with its visitor.
-func normalize(m map[int64]delta) map[int64]delta {
-	for k, d := range m {
-		type view struct {
-			v uint64
-			p string
-		}
-		vs := make([]view, len(d.Views))
-		for i := range vs {
-			vs[i] = view{d.Visitors[i], d.Views[i]}
-		}
-		slices.SortFunc(vs, func(a, b view) int { return cmp.Or(cmp.Compare(a.v, b.v), strings.Compare(a.p, b.p)) })
-		for i, v := range vs {
-			d.Visitors[i], d.Views[i] = v.v, v.p
-		}
-		m[k] = d
-	}
-	return m
-}
-
-func BenchmarkMerge(b *testing.B) {
-	// Two shards' batches of 50,000 lines over 100 minutes and 200 paths.
-	r := rand.New(rand.NewPCG(1, 1))
-	parts := []*Batch{NewBatch(), NewBatch()}
-	for i := range 50_000 {
-		h := hit(int64(i/10), fmt.Sprintf("/p%d", r.IntN(200)), 200, r.Uint64())
-		parts[h.Visitor>>63].Add(h, false)
-	}
-	merged := NewBatch()
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, p := range parts {
-			merged.Merge(p)
-		}
-		merged.Reset()
-	}
-	b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/50_000, "ns/line")
 }
