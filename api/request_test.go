@@ -117,10 +117,10 @@ func TestGoodRequestsStillAnswer(t *testing.T) {
 }
 
 // TestNetHTTPStillAnswersInText pins what net/http answers itself, before
-// any handler, in text/plain (as the README says): a Host header that is
+// any handler, in text/plain (as docs/api.md says): a Host header that is
 // not a host, a request line that does not parse, and a request line and
 // headers past MaxHeaderBytes. If Go ever answers these otherwise, the
-// README is to be changed with this test.
+// docs/api.md is to be changed with this test.
 func TestNetHTTPStillAnswersInText(t *testing.T) {
 	srv := apiServer(t, historyServer(&history{}, nil))
 	addr := srv.Listener.Addr().String()
@@ -133,7 +133,7 @@ func TestNetHTTPStillAnswersInText(t *testing.T) {
 		resp := rawRequest(t, addr, request)
 		resp.Body.Close()
 		if ct := resp.Header.Get("Content-Type"); resp.StatusCode < 400 || !strings.HasPrefix(ct, "text/plain") {
-			t.Errorf("%s: %d %s; the README says net/http answers it in text", name, resp.StatusCode, ct)
+			t.Errorf("%s: %d %s; docs/api.md says net/http answers it in text", name, resp.StatusCode, ct)
 		}
 	}
 }

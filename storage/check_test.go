@@ -323,7 +323,7 @@ func TestOpenRefusesAnotherFile(t *testing.T) {
 }
 
 // BenchmarkCheck is the cost of Check (`logtally check`), on the file of
-// TestCheckHealthyFile; README gives it for a 40 MB file (bench/dbsize).
+// TestCheckHealthyFile; docs/performance.md gives it for a 38 MB file (bench/dbsize).
 func BenchmarkCheck(b *testing.B) {
 	path := os.Getenv("LOGTALLY_CHECK_DB")
 	if path == "" {

@@ -112,7 +112,7 @@ func TestHelpListsOnlyTheCommandsFlags(t *testing.T) {
 		t.Errorf("replay -h starts %.60q", replay)
 	}
 	if !strings.Contains(run, "~0.8% standard error") {
-		t.Errorf("run -h does not give the visitor estimate's error as in the README (~0.8%%)")
+		t.Errorf("run -h does not give the visitor estimate's error as docs/counting.md does (~0.8%%)")
 	}
 }
 
