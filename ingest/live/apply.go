@@ -67,3 +67,22 @@ func (l *Loop) apply(r *ingest.Result) {
 	w.reject(r)
 	l.ApplyLines(r, parsed)
 }
+
+// reject counts a result's rejected lines in the all-sites view's window,
+// and in the window of their file's site.
+func (w *windows) reject(r *ingest.Result) {
+	n := r.RejectedLines()
+	if n == 0 {
+		return
+	}
+	for range n {
+		w.all.Reject()
+	}
+	if s := r.FileSite(); s != nil {
+		sw := w.sites[s.ID()]
+		w.advance(sw, r.Now)
+		for range n {
+			sw.Reject()
+		}
+	}
+}

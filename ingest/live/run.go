@@ -73,34 +73,6 @@ func (l *Loop) chunk(c tailer.Chunk) {
 	l.apply(&l.res)
 }
 
-// commit commits what the batches hold, each with the first second of its
-// window, so that the store drops the checkpointed seconds before it.
-func (l *Loop) commit() error {
-	pending := l.Pending()
-	if pending == nil {
-		return nil
-	}
-	now := l.now()
-	l.batches = l.batches[:0]
-	for i, s := range pending {
-		w := l.wins.of(s)
-		if i < len(pending)-1 {
-			l.wins.advance(w, now) // all's, the last, is where the lines put it
-		}
-		s.Batch.SetWindowStart(w.Start())
-		l.batches = append(l.batches, s.Batch)
-	}
-	began := time.Now()
-	if err := l.Committed(l.store.Commit(l.batches...), began); err != nil {
-		return err
-	}
-	for _, s := range pending {
-		s.Batch.Reset()
-	}
-	l.ClearPending()
-	return nil
-}
-
 // publish publishes every site's window, moved to the clock first. A
 // counter's snapshot carries every key, up to --max-counter-keys: sorting
 // them is worth doing once a second, not ten times.

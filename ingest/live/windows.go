@@ -130,25 +130,6 @@ func (w *windows) advance(win *window.Window, clock time.Time) {
 	}
 }
 
-// reject counts a result's rejected lines in the all-sites view's window,
-// and in the window of their file's site.
-func (w *windows) reject(r *ingest.Result) {
-	n := r.RejectedLines()
-	if n == 0 {
-		return
-	}
-	for range n {
-		w.all.Reject()
-	}
-	if s := r.FileSite(); s != nil {
-		sw := w.sites[s.ID()]
-		w.advance(sw, r.Now)
-		for range n {
-			sw.Reject()
-		}
-	}
-}
-
 // publish publishes every site's window, moved to now first, and with
 // counters, each counter's. A window that did not change costs nothing
 // to publish.
