@@ -7,13 +7,14 @@
 // parses on every core at once. Route finds each hit's site (and the named
 // counters it counts) once; Apply adds every hit to the batch of the
 // all-sites view, of its site and of its counters, on the one goroutine
-// that owns the batches, so the hot path takes no locks. The live loop puts
-// each routed hit into its windows between the two, and tells Apply what
-// the window made of it (Result.Outcomes); replay keeps no window.
+// that owns the batches, so the hot path takes no locks. Replay keeps no
+// window and applies a result whole; the live loop applies it hit by hit,
+// each first to its windows and then to the batches (AllSites, CountHit,
+// AddToSite), checkpointing the seconds of the hits its window holds.
 //
-// Who owns the goroutine decides when the batches are committed, and
-// reports how it went (Committed): the live loop, which retries while a
-// commit fails, or replay, which commits on goroutines of its own while
+// Who owns the goroutine decides when the batches (Pending) are committed,
+// and reports how it went (Committed): the live loop, which retries while
+// a commit fails, or replay, which commits on a goroutine of its own while
 // the next lines are applied. The Core keeps the figures both report:
 // lines read, parsed and rejected, samples of the rejected lines, commits,
 // and the verdict on the first lines (Judge).
@@ -72,7 +73,7 @@ func DefaultConfig() Config {
 }
 
 // RegisterFlags sets c to the defaults and registers the flags of both
-// commands that feed a pipeline, run and replay: when to commit, and the
+// commands that count lines, run and replay: when to commit, and the
 // sites. MaxLine, MaxSkew and the sites of the patterns are the program's
 // to set; NoSamples is the live loop's flag.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {

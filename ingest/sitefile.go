@@ -8,7 +8,7 @@ import (
 	"github.com/logtally/logtally"
 )
 
-// DefaultMaxSites is how many sites a pipeline counts apart by default.
+// DefaultMaxSites is how many sites are counted apart by default.
 const DefaultMaxSites = 1000
 
 // SiteFile maps the lines of the files a path or glob names to a site:
