@@ -53,14 +53,6 @@ if [ "$scaling" = 1 ]; then
     e=$(date +%s.%N)
     echo "| logtally replay | $n | $(rate "$lines" "$s" "$e") |"
   done
-  # The many-core layout (apply shards, as many commits prepared at
-  # once) forced on every core here, to show what it costs where it is
-  # not the default.
-  rm -f "$dir/db"
-  s=$(date +%s.%N)
-  "$dir/logtally" replay --apply-shards "$all" --db "$dir/db" "$dir/access.log" >/dev/null
-  e=$(date +%s.%N)
-  echo "| logtally replay --apply-shards $all | $all | $(rate "$lines" "$s" "$e") |"
   if command -v goaccess >/dev/null 2>&1; then
     slice=$((lines < 1000000 ? lines : 1000000))
     head -n "$slice" "$dir/access.log" >"$dir/slice.log"
