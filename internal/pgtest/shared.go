@@ -37,30 +37,45 @@ var sharedSettings = []string{"max_connections=200"}
 // A package whose tests call Database calls it from TestMain:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Managed(m).Run()) }
+
+// Runner runs a test binary's tests and returns its exit status, as
+// *testing.M does.
+type Runner interface{ Run() int }
+
+// Managed returns m whose Run, after m's, stops the shared server as Main
+// does, and returns the tests' status: for a TestMain that hands its
+// tests to something else that runs them, such as testscript.Main:
+//
+//	testscript.Main(pgtest.Managed(m), commands)
+func Managed(m Runner) Runner { return managed{m} }
+
+type managed struct{ m Runner }
+
+func (r managed) Run() int {
 	shared.managed.Store(true)
-	code := m.Run()
+	code := r.m.Run()
 	if o := shared.owner; o != nil {
 		o.close()
 		if o.Failed() && code == 0 {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Database makes a new, empty database for tb on the test binary's shared
 // server and returns its URL; the database is dropped when the test ends.
 // It skips the test if PostgreSQL is not installed, as Start does, and
-// fails it if the test binary's TestMain does not run Main, which stops
-// the server.
+// fails it if the test binary's TestMain does not run Main (or Managed),
+// which stops the server.
 func Database(tb testing.TB) string {
 	tb.Helper()
 	if err := Available(); err != nil {
 		tb.Skipf("pgtest: PostgreSQL server binaries not found, skipping (install the postgresql package): %v", err)
 	}
 	if !shared.managed.Load() {
-		tb.Fatalf("pgtest: Database needs TestMain to run pgtest.Main, which stops the shared server")
+		tb.Fatalf("pgtest: Database needs TestMain to run pgtest.Main or pgtest.Managed, which stop the shared server")
 	}
 	shared.once.Do(startShared)
 	if shared.err != nil {
