@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,26 +79,6 @@ func replayed(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return db
-}
-
-// child runs the program with args in a child process, and returns its
-// exit status and what it wrote to standard error.
-func child(t *testing.T, timeout time.Duration, args ...string) (int, string, time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(args, " "))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	began := time.Now()
-	err := cmd.Run()
-	took := time.Since(began)
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), stderr.String(), took
 }
 
 // TestDamagedDatabaseRefusedBeforeServing: run on a damaged file says so,

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,11 +51,17 @@ func counterLog(t *testing.T, path string) counterTruth {
 	}
 	const lines = 120_000
 	var data []byte
+	// A second's time stamp and day, made once for its 200-odd lines.
+	sec, stamp, today := int64(-1), []byte(nil), false
 	for i := range lines {
 		when := start.Add(time.Duration(i) * 9 * time.Minute / lines)
-		ip := fmt.Sprintf("10.%d.%d.%d", rng.IntN(4), rng.IntN(250), rng.IntN(250))
+		if s := when.Unix(); s != sec {
+			sec, today = s, when.Format(time.DateOnly) == truth.day
+			stamp = when.AppendFormat(stamp[:0], "02/Jan/2006:15:04:05 -0700")
+		}
+		ip := "10." + strconv.Itoa(rng.IntN(4)) + "." + strconv.Itoa(rng.IntN(250)) + "." + strconv.Itoa(rng.IntN(250))
 		item := int(math.Pow(rng.Float64(), 3) * 10_000)
-		key := fmt.Sprint(item)
+		key := strconv.Itoa(item)
 		var req string
 		switch {
 		case rng.IntN(10) == 0:
@@ -65,7 +70,7 @@ func counterLog(t *testing.T, path string) counterTruth {
 			req = "/watch/" + key
 			truth.clicks[key]++
 			visit(1, key, ip)
-			if when.Format(time.DateOnly) == truth.day {
+			if today {
 				d := truth.today[key]
 				d[1]++
 				truth.today[key] = d
@@ -74,14 +79,13 @@ func counterLog(t *testing.T, path string) counterTruth {
 			req = "/thumb/" + key + ".jpg"
 			truth.shows[key]++
 			visit(0, key, ip)
-			if when.Format(time.DateOnly) == truth.day {
+			if today {
 				d := truth.today[key]
 				d[0]++
 				truth.today[key] = d
 			}
 		}
-		data = fmt.Appendf(data, "%s - - [%s] \"GET %s HTTP/1.1\" 200 512 \"-\" \"%s\"\n", ip,
-			when.Format("02/Jan/2006:15:04:05 -0700"), req, browser)
+		data = fmt.Appendf(data, "%s - - [%s] \"GET %s HTTP/1.1\" 200 512 \"-\" \"%s\"\n", ip, stamp, req, browser)
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -207,66 +211,36 @@ func TestCountersEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	quoted := make([]string, len(decl))
 	for i, a := range decl {
-		quoted[i] = strings.ReplaceAll(a, " ", "\x1f") // a space within an argument: see TestMain
+		quoted[i] = strings.ReplaceAll(a, " ", "\x1f") // a space within an argument: see childEnv
 	}
-	startChild := func() *exec.Cmd {
-		var stderr strings.Builder
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=run --listen "+addr+" --window-end log "+strings.Join(quoted, " ")+" "+log)
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait() // stderr is written until then
-			if t.Failed() {
-				t.Logf("daemon's log:\n%s", stderr.String())
-			}
-		})
-		poll.Until(t, "the daemon to answer", func() bool {
-			resp, err := http.Get("http://" + addr + "/healthz")
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err == nil
-		})
-		return cmd
-	}
-	base := "http://" + addr
-	cmd := startChild()
+	args := "--window-end log " + strings.Join(quoted, " ") + " " + log
+	d := startDaemon(t, args)
 	poll.Until(t, "every line counted and stored", func() bool {
 		var st struct{ Requests int64 }
-		if getURL(t, base+"/api/v1/stats", &st) != http.StatusOK || st.Requests != truth.lines {
+		if getURL(t, d.base()+"/api/v1/stats", &st) != http.StatusOK || st.Requests != truth.lines {
 			return false
 		}
 		var series struct{ Points []struct{ Requests int64 } }
 		now := time.Now().Unix()
-		getURL(t, fmt.Sprintf("%s/api/v1/series?from=%d&to=%d&step=1h", base, now-2*3600, now+60), &series)
+		getURL(t, fmt.Sprintf("%s/api/v1/series?from=%d&to=%d&step=1h", d.base(), now-2*3600, now+60), &series)
 		var stored int64
 		for _, p := range series.Points {
 			stored += p.Requests
 		}
 		return stored == truth.lines
 	})
-	checkCounters(t, base, truth)
+	checkCounters(t, d.base(), truth)
 
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	cmd = startChild()
-	checkCounters(t, base, truth)
+	d.stop(syscall.SIGKILL)
+	d = startDaemon(t, args)
+	checkCounters(t, d.base(), truth)
 
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
+	if err := d.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, d.logTail())
+	}
 	replay() // the same log again: nothing new
-	startChild()
-	checkCounters(t, base, truth)
+	d = startDaemon(t, args)
+	checkCounters(t, d.base(), truth)
 }

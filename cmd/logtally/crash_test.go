@@ -13,31 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rogpeppe/go-internal/testscript"
-
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/internal/loggen"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 )
-
-// childEnv, when set, makes the test binary run logtally with the
-// arguments it holds instead of the tests: the crash test's child process.
-const childEnv = "LOGTALLY_TEST_CHILD"
-
-func TestMain(m *testing.M) {
-	if args := os.Getenv(childEnv); args != "" {
-		// Arguments are separated by spaces; \x1f is a space within one.
-		fields := strings.Fields(args)
-		for i, f := range fields {
-			fields[i] = strings.ReplaceAll(f, "\x1f", " ")
-		}
-		os.Exit(runMain(fields, nil))
-	}
-	// The scripts in testdata/script run the program as "logtally".
-	testscript.Main(m, map[string]func(){"logtally": func() { os.Exit(runMain(os.Args[1:], scriptSetup)) }})
-}
 
 // TestCrashRecoveryIsExact kills a replaying child with SIGKILL at random
 // moments, restarts it each time, and finally lets it finish: every stored

@@ -7,10 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -242,41 +240,10 @@ func TestSIGTERMDuringIngest(t *testing.T) {
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	appendLines(t, log)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	start := func() (*exec.Cmd, *bytes.Buffer) {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=run --db "+db+" --listen "+addr+" --poll-interval 5ms "+log)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		poll.Until(t, "the API", func() bool {
-			resp, err := http.Get("http://" + addr + "/healthz")
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err == nil
-		})
-		return cmd, &stderr
-	}
-	stop := func(cmd *exec.Cmd, stderr *bytes.Buffer) {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr)
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("still running 10 s after SIGTERM\n%s", stderr)
+	args := "--db " + db + " --poll-interval 5ms " + log
+	stop := func(d *daemon) {
+		if err := d.stopWithin(syscall.SIGTERM, 10*time.Second); err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, d.logTail())
 		}
 	}
 	const total = 3000
@@ -292,15 +259,15 @@ func TestSIGTERMDuringIngest(t *testing.T) {
 		}
 	}
 
-	cmd, stderr := start()
+	d := startDaemon(t, args)
 	write(0, total/2)
-	stop(cmd, stderr) // lines may be waiting in the file, in the tailer, in the batch
+	stop(d) // lines may be waiting in the file, in the tailer, in the batch
 	write(total/2, total)
-	cmd, stderr = start()
+	d = startDaemon(t, args)
 	// The window was rebuilt from what the first life stored, and this life
 	// read the rest: the live count is every line, once.
 	poll.Until(t, "every line counted", func() bool {
-		resp, err := http.Get("http://" + addr + "/api/v1/stats")
+		resp, err := http.Get(d.base() + "/api/v1/stats")
 		if err != nil {
 			return false
 		}
@@ -309,7 +276,7 @@ func TestSIGTERMDuringIngest(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&st)
 		return st.Requests == total
 	})
-	stop(cmd, stderr)
+	stop(d)
 
 	if got := storedRequests(t, db); got != total {
 		t.Errorf("stored requests = %d, want %d", got, total)

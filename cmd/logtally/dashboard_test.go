@@ -159,17 +159,13 @@ func evalAs[T any](t *testing.T, b *chrome, js string) T {
 // changes on its own events, so the test waits for an outcome.
 func (b *chrome) waitEval(t *testing.T, what, js, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	got := ""
-	for {
-		if got = b.eval(t, js); got == want {
-			return
+	defer func() {
+		if got != want {
+			t.Logf("%s = %q, want %q", js, got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s = %q, want %q", what, js, got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	poll.Until(t, what, func() bool { got = b.eval(t, js); return got == want })
 }
 
 // checkClean fails the test on any console error or warning, exception or

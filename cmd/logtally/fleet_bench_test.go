@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally/internal/pgtest"
+	"github.com/logtally/logtally/internal/poll"
 )
 
 // BenchmarkStatsRead measures what a page header's poll of /api/v1/stats
@@ -30,7 +31,7 @@ func BenchmarkStatsRead(b *testing.B) {
 			}
 			args := []string{"run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--dashboard=false"}
 			if mode == "fleet" {
-				args = append(args, "--fleet", pgtest.Start(b).URL(), "--node", "bench")
+				args = append(args, "--fleet", pgtest.Database(b), "--node", "bench")
 			}
 			m := startBench(b, append(args, log)...)
 			ctx, stop := context.WithCancel(context.Background())
@@ -60,14 +61,7 @@ func BenchmarkStatsRead(b *testing.B) {
 				resp.Body.Close()
 				return resp.StatusCode, time.Since(began)
 			}
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				if code, _ := read(); code == http.StatusOK {
-					break // the fleet's first View is in
-				}
-				if time.Now().After(deadline) {
-					b.Fatal("no stats within 30 s")
-				}
-			}
+			poll.Until(b, "the fleet's first view", func() bool { code, _ := read(); return code == http.StatusOK })
 			var latencies []time.Duration
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,9 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -37,85 +34,30 @@ type fleetNode struct {
 	url     string // the fleet database
 	extra   string // more flags
 
-	mu     sync.Mutex
-	data   []byte // every line written to the log
-	stderr bytes.Buffer
-	cmd    *exec.Cmd
-	addr   string
-	exited chan struct{}
+	mu   sync.Mutex
+	data []byte  // every line written to the log
+	d    *daemon // the running process; nil when stopped
 }
-
-var servingAddr = regexp.MustCompile(`msg=serving addr=(\S+)`)
 
 // start starts the node's process and waits until it serves its API.
 func (n *fleetNode) start() {
-	t := n.t
-	t.Helper()
-	args := fmt.Sprintf("run --fleet %s --node %s --db %s --listen 127.0.0.1:0 --tz UTC --flush-interval 100ms "+
-		"--fleet-refresh 200ms --poll-interval 20ms --cache-max-age 0 --dashboard=false %s %s", n.url, n.name, n.db, n.extra, n.log)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+args)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			n.mu.Lock()
-			n.stderr.Write(sc.Bytes())
-			n.stderr.WriteByte('\n')
-			n.mu.Unlock()
-			if m := servingAddr.FindSubmatch(sc.Bytes()); m != nil {
-				addr <- string(m[1])
-			}
-		}
-		io.Copy(io.Discard, pipe)
-		cmd.Wait()
-	}()
-	select {
-	case a := <-addr:
-		n.mu.Lock()
-		n.cmd, n.addr, n.exited = cmd, a, exited
-		n.mu.Unlock()
-	case <-exited:
-		t.Fatalf("node %s exited at start:\n%s", n.name, n.logTail())
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("node %s did not serve within a minute:\n%s", n.name, n.logTail())
-	}
+	n.t.Helper()
+	d := startDaemon(n.t, fmt.Sprintf("--fleet %s --node %s --db %s --tz UTC --flush-interval 100ms "+
+		"--fleet-refresh 200ms --poll-interval 20ms --cache-max-age 0 --dashboard=false %s %s", n.url, n.name, n.db, n.extra, n.log))
+	n.mu.Lock()
+	n.d = d
+	n.mu.Unlock()
 }
 
 // signal sends sig to the node's process and waits for it to exit.
 func (n *fleetNode) signal(sig syscall.Signal) {
 	n.mu.Lock()
-	cmd, exited := n.cmd, n.exited
-	n.cmd = nil
+	d := n.d
+	n.d = nil
 	n.mu.Unlock()
-	if cmd == nil {
-		return
+	if d != nil {
+		d.stop(sig)
 	}
-	cmd.Process.Signal(sig)
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-exited
-		n.t.Errorf("node %s did not stop on %v", n.name, sig)
-	}
-}
-
-func (n *fleetNode) logTail() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	b := n.stderr.Bytes()
-	return string(b[max(0, len(b)-3000):])
 }
 
 // write appends lines to the node's log.
@@ -139,9 +81,12 @@ var fleetClient = &http.Client{Timeout: 10 * time.Second}
 // get reads path from the node's API into v, and returns the status.
 func (n *fleetNode) get(path string, v any) (int, error) {
 	n.mu.Lock()
-	addr := n.addr
+	d := n.d
 	n.mu.Unlock()
-	resp, err := fleetClient.Get("http://" + addr + path)
+	if d == nil {
+		return 0, fmt.Errorf("node %s is stopped", n.name)
+	}
+	resp, err := fleetClient.Get(d.base() + path)
 	if err != nil {
 		return 0, err
 	}
@@ -348,12 +293,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		nodes[i] = &fleetNode{t: t, name: name, url: proxy.URL(),
 			log: filepath.Join(dir, name+".log"), db: filepath.Join(dir, name+".db")}
 		nodes[i].write(nil)
-		t.Cleanup(func() {
-			nodes[i].signal(syscall.SIGTERM)
-			if t.Failed() {
-				t.Logf("node %s log:\n%s", name, nodes[i].logTail())
-			}
-		})
+		t.Cleanup(func() { nodes[i].signal(syscall.SIGTERM) })
 	}
 	for _, n := range nodes {
 		n.start()
@@ -485,40 +425,49 @@ func TestFleetEndToEnd(t *testing.T) {
 		own[i] = newTruth(t, n.data)
 	}
 	var agreedAt time.Time
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		diff, oldest := "", time.Time{}
-		for i, n := range nodes {
-			if st := n.fleetStatus(); st == nil || st.PendingBatches != 0 || st.State != "shipping" {
-				diff = fmt.Sprintf("node %s has not shipped everything: %+v", n.name, st)
-				break
-			}
-			if _, diff = compare(n, "node", own[i]); diff != "" {
-				break
-			}
-			var asOf time.Time
-			if asOf, diff = compare(n, "fleet", all); diff != "" {
-				break
-			}
-			if oldest.IsZero() || asOf.Before(oldest) {
-				oldest = asOf
-			}
+	diff := ""
+	defer func() {
+		if t.Failed() {
+			t.Logf("the answers did not settle on the truth: %s", diff)
 		}
+	}()
+	poll.Until(t, "the answers to settle on the truth", func() bool {
+		var oldest time.Time
+		diff, oldest = settled(nodes, own, all)
 		switch {
 		case diff == "" && !agreedAt.IsZero() && oldest.After(agreedAt):
-			t.Logf("%d lines in 3 logs; faults: %d SIGKILLs, %d backends terminated, %d COMMIT replies lost (%d duplicates), 1 immediate stop",
-				len(all.hits), kills, terminated, proxy.Lost(), duplicates())
-			return
+			return true
 		case diff == "" && agreedAt.IsZero():
 			agreedAt = time.Now()
 		case diff != "":
 			agreedAt = time.Time{}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the answers did not settle on the truth: %s", diff)
+		return false
+	})
+	t.Logf("%d lines in 3 logs; faults: %d SIGKILLs, %d backends terminated, %d COMMIT replies lost (%d duplicates), 1 immediate stop",
+		len(all.hits), kills, terminated, proxy.Lost(), duplicates())
+}
+
+// settled compares every node's answers, for the fleet and for itself,
+// with the truth, and says how the first that differs does; it returns
+// the oldest as_of of the fleet's answers.
+func settled(nodes []*fleetNode, own []truth, all truth) (diff string, oldest time.Time) {
+	for i, n := range nodes {
+		if st := n.fleetStatus(); st == nil || st.PendingBatches != 0 || st.State != "shipping" {
+			return fmt.Sprintf("node %s has not shipped everything: %+v", n.name, st), oldest
 		}
-		time.Sleep(50 * time.Millisecond)
+		if _, diff = compare(n, "node", own[i]); diff != "" {
+			return diff, oldest
+		}
+		var asOf time.Time
+		if asOf, diff = compare(n, "fleet", all); diff != "" {
+			return diff, oldest
+		}
+		if oldest.IsZero() || asOf.Before(oldest) {
+			oldest = asOf
+		}
 	}
+	return "", oldest
 }
 
 // TestFleetOutboxFullPausesReading stops PostgreSQL under a node whose

@@ -157,9 +157,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 		})
 	}
 	at := func(k int64) {
-		for sent.Load() < k {
-			time.Sleep(time.Millisecond)
-		}
+		poll.Until(t, fmt.Sprintf("%d requests sent", k), func() bool { return sent.Load() >= k })
 	}
 
 	at(n / 3)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -55,9 +54,9 @@ func scriptSetup(m *Main) {
 // and counters.conf in its work directory, and $ADDR, a free loopback
 // address, for a daemon to listen on.
 //
-// Where PostgreSQL is installed, one throwaway server serves every script:
-// $FLEET is the URL of a database on it, and the condition [postgres]
-// holds.
+// Where PostgreSQL is installed, $FLEET is the URL of a database of the
+// scripts' own on the test binary's shared server (pgtest.Database), and
+// the condition [postgres] holds.
 //
 // Besides testscript's own, scripts have two commands:
 //
@@ -71,10 +70,7 @@ func scriptSetup(m *Main) {
 func TestScripts(t *testing.T) {
 	fleetURL := ""
 	if pgtest.Available() == nil {
-		var err error
-		if fleetURL, err = pgtest.Start(t).CreateDatabase(context.Background(), "scripts"); err != nil {
-			t.Fatal(err)
-		}
+		fleetURL = pgtest.Database(t)
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
@@ -262,10 +258,11 @@ func unlogged(s string) string {
 }
 
 // scriptEnv is the script's environment, for a process the transcript
-// starts: its PATH, home and temporary directory, the test clock, and the
-// variables that set logtally's flags.
+// starts: its PATH, home and temporary directory, GORACE (see
+// childrenExitAtOnce), the test clock, and the variables that set
+// logtally's flags.
 func scriptEnv(ts *testscript.TestScript) []string {
-	keys := []string{"PATH", "HOME", "TMPDIR", testNowEnv}
+	keys := []string{"PATH", "HOME", "TMPDIR", "GORACE", testNowEnv}
 	for _, cmd := range commands {
 		cmd.flags().VisitAll(func(f *flag.Flag) { keys = append(keys, envName(f.Name)) })
 	}

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,32 +194,13 @@ func checkSites(t *testing.T, base string, truth map[string]*siteTruth) {
 func TestSitesEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	log, shop, truth := sitesLog(t, dir)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	args := "run --db " + filepath.Join(dir, "db") + " --listen " + addr + " --format vhost_combined --site-field %v" +
+	args := "--db " + filepath.Join(dir, "db") + " --format vhost_combined --site-field %v" +
 		" --site shop.example.org=" + shop + " --window-end log --flush-interval 50ms " + log
-	var stderr strings.Builder
-	startChild := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+args)
-		stderr.Reset()
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd
-	}
-	base := "http://" + addr
-	waitAll := func() {
+	waitAll := func(d *daemon) {
 		t.Helper()
 		poll.Until(t, "every line counted", func() bool {
 			var st siteStats
-			resp, err := http.Get(base + "/api/v1/stats")
+			resp, err := http.Get(d.base() + "/api/v1/stats")
 			if err != nil {
 				return false
 			}
@@ -232,20 +210,14 @@ func TestSitesEndToEnd(t *testing.T) {
 		})
 	}
 
-	cmd := startChild()
-	waitAll()
-	checkSites(t, base, truth)
+	d := startDaemon(t, args)
+	waitAll(d)
+	checkSites(t, d.base(), truth)
 	// Everything is committed once /api/v1/status says the files are read
 	// to their end and a commit came after; a SIGKILL then loses nothing,
 	// and one before would lose nothing either: the log is read again.
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	startChild()
-	waitAll()
-	checkSites(t, base, truth)
-	if t.Failed() {
-		t.Logf("daemon's log:\n%s", stderr.String())
-	}
+	d.stop(syscall.SIGKILL)
+	d = startDaemon(t, args)
+	waitAll(d)
+	checkSites(t, d.base(), truth)
 }
