@@ -15,6 +15,7 @@ import (
 // TestParseArgs: flags are taken wherever they are among the other
 // arguments, as GNU tools take them, and -- ends them.
 func TestParseArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args     string
 		rest     []string
@@ -76,6 +77,7 @@ func TestParseArgs(t *testing.T) {
 // before, the flag parser stopped at the first file and took --site and
 // x=y for two more files to follow.
 func TestFlagsAfterFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, blog := filepath.Join(dir, "access.log"), filepath.Join(dir, "blog.log")
 	m := NewMain()
@@ -104,6 +106,7 @@ func TestFlagsAfterFiles(t *testing.T) {
 // error") do not say what to write: explainValues gives each its message.
 // A flag of a type it does not know yet (a float) fails here.
 func TestEveryValueSaysWhatItWants(t *testing.T) {
+	t.Parallel()
 	silent := []string{"durationValue", "intValue", "int64Value", "uintValue", "uint64Value", "boolValue", "float64Value"}
 	for _, c := range commands {
 		c.flags().VisitAll(func(f *flag.Flag) {
@@ -118,6 +121,7 @@ func TestEveryValueSaysWhatItWants(t *testing.T) {
 // TestEnvironmentValuesSayWhatTheyWant: a bad value in the environment
 // names the variable, the flag and what to write.
 func TestEnvironmentValuesSayWhatTheyWant(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ command, env, value, want string }{
 		{"run", "LOGTALLY_WINDOW", "ten", `$LOGTALLY_WINDOW="ten" (--window): want a duration such as 90s, 10m or 1h30m`},
 		{"run", "LOGTALLY_INCLUDE_BOTS", "maybe", `$LOGTALLY_INCLUDE_BOTS="maybe" (--include-bots): want true or false`},

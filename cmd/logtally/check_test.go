@@ -87,6 +87,7 @@ func replayed(t *testing.T) string {
 // Before, it logged "serving", then panicked inside bbolt (exit 2) when a
 // request or a commit first read the damaged page, at every restart.
 func TestDamagedDatabaseRefusedBeforeServing(t *testing.T) {
+	t.Parallel()
 	db := replayed(t)
 	if err := damageBucket(db, "minutes"); err != nil {
 		t.Fatal(err)
@@ -122,6 +123,7 @@ func TestDamagedDatabaseRefusedBeforeServing(t *testing.T) {
 // one says, within about a second, that another process (which, on Linux)
 // has the file. Before, it said "timeout".
 func TestSecondDaemonSaysInUse(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "logtally.db")
 	start(t, time.Now, "run", "--db", db, "--listen", "127.0.0.1:0")
 	code, stderr, took := child(t, 30*time.Second, "run", "--db", db, "--listen", "127.0.0.1:0")

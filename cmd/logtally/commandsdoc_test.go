@@ -94,6 +94,7 @@ func firstSentence(s string) string {
 // that the flag reference cannot drift from the code. With -update, it is
 // rewritten.
 func TestCommandsDoc(t *testing.T) {
+	t.Parallel()
 	want := commandsDoc()
 	if *update {
 		if err := os.WriteFile(commandsDocPath, []byte(want), 0o644); err != nil {

@@ -190,6 +190,7 @@ func checkCounters(t *testing.T, base string, truth counterTruth) {
 // after a SIGKILL and restart, and after a replay of the same log, which
 // adds nothing.
 func TestCountersEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("120,000 lines: not in -short")
 	}

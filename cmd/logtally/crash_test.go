@@ -25,6 +25,7 @@ import (
 // minute must then equal a recount from the log. Each life commits on a
 // goroutine of its own while it applies the next lines.
 func TestCrashRecoveryIsExact(t *testing.T) {
+	t.Parallel()
 	const kills = 20
 	lines := 60_000
 	if testing.Short() {

@@ -24,6 +24,7 @@ import (
 )
 
 func TestFlagsFromEnvironment(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"LOGTALLY_DB": "/tmp/from-env.db", "LOGTALLY_MAX_SKEW": "30s", "LOGTALLY_LISTEN": "127.0.0.1:9999"}
 	m := NewMain()
 	m.Stderr = io.Discard
@@ -48,6 +49,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 }
 
 func TestBadInputIsReportedBeforeStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	unreadable := filepath.Join(dir, "secret.log")
 	os.WriteFile(unreadable, []byte("x\n"), 0o000)
@@ -92,6 +94,7 @@ func TestBadInputIsReportedBeforeStart(t *testing.T) {
 }
 
 func TestHelpListsEveryFlagWithDefaultAndEnvironment(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	m := NewMain()
 	m.Stderr = &out
@@ -107,6 +110,7 @@ func TestHelpListsEveryFlagWithDefaultAndEnvironment(t *testing.T) {
 }
 
 func TestMetricsStatusAndReadiness(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
@@ -184,6 +188,7 @@ func TestMetricsStatusAndReadiness(t *testing.T) {
 // TestDebugListen serves the pprof profiles on their own address, and only
 // when asked.
 func TestDebugListen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := NewMain()
 	m.Stdout, m.Stderr = io.Discard, io.Discard
@@ -237,6 +242,7 @@ func (f *failingStore) Commit(bs ...*tally.Batch) error {
 // TestSIGTERMDuringIngest stops the real program with SIGTERM while lines are
 // being written, starts it again, and requires exact counts at the end.
 func TestSIGTERMDuringIngest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	appendLines(t, log)

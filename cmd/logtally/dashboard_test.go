@@ -223,6 +223,7 @@ const (
 // it changes with the event stream and without a reload, that paths from
 // the log are text, and that the page reports no error.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
 	b := newChrome(t,
 		"/api/v1/sites", // 404 until sites exist: the selector stays hidden
 	)
@@ -377,6 +378,7 @@ func TestDashboardInBrowser(t *testing.T) {
 // a stream (--max-streams 1, and another client holds it): the page polls
 // the cached endpoints instead and still follows the log.
 func TestDashboardFallsBackToPolling(t *testing.T) {
+	t.Parallel()
 	b := newChrome(t, "/api/v1/sites", "/api/v1/events")
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
@@ -412,6 +414,7 @@ func TestDashboardFallsBackToPolling(t *testing.T) {
 // TestCloseEndsEventStreams checks that stopping the daemon ends an open
 // event stream instead of waiting for its client.
 func TestCloseEndsEventStreams(t *testing.T) {
+	t.Parallel()
 	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0")
 	resp, err := http.Get("http://" + m.Addr() + "/api/v1/events")
 	if err != nil {
@@ -440,6 +443,7 @@ func TestCloseEndsEventStreams(t *testing.T) {
 // TestDashboardOff checks that --dashboard=false serves no page, and that
 // the page has its security headers when on.
 func TestDashboardOff(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	on := start(t, time.Now, "run", "--db", filepath.Join(dir, "db1"), "--listen", "127.0.0.1:0")
 	resp, err := http.Get("http://" + on.Addr() + "/")
@@ -464,6 +468,7 @@ func TestDashboardOff(t *testing.T) {
 // TestHeaderWidgetInBrowser runs the README's header widget, as the page
 // serves it, against answers of one and of many, in Chromium.
 func TestHeaderWidgetInBrowser(t *testing.T) {
+	t.Parallel()
 	b := newChrome(t)
 	widget, err := os.ReadFile(filepath.Join("..", "..", "api", "web", "widget.html"))
 	if err != nil {
@@ -505,6 +510,8 @@ func TestHeaderWidgetInBrowser(t *testing.T) {
 // the page, from a daemon on testdata/sample.log:
 //
 //	go test ./cmd/logtally -run TestDashboardScreenshot -update-screenshot
+//
+// Not parallel: it runs the daemon from another working directory.
 func TestDashboardScreenshot(t *testing.T) {
 	if !*updateScreenshot {
 		t.Skip("writes docs/dashboard.png only with -update-screenshot")
@@ -556,6 +563,7 @@ func TestDashboardScreenshot(t *testing.T) {
 // sites first, and a site chosen shows that site's window, as
 // /api/v1/stats?site= has it, polled (the event stream is of all sites).
 func TestDashboardSites(t *testing.T) {
+	t.Parallel()
 	b := newChrome(t)
 	dir := t.TempDir()
 	log, shop, truth := sitesLog(t, dir)

@@ -37,6 +37,7 @@ func (b *lockedBuffer) String() string {
 // daemon shows in /readyz, /api/v1/status and /metrics, and in the log
 // once, with the fix. Before, /readyz stayed ready and nothing was said.
 func TestDeletedDatabaseIsReported(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "logtally.db")
 	logs := newLockedBuffer()
 	m := NewMain()

@@ -32,6 +32,7 @@ func files(t *testing.T, m *Main) []fileStatus {
 // as missing in the status and /metrics; /readyz stays ready unless
 // --require-files asks otherwise.
 func TestMistypedPathIsReported(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	typo := filepath.Join(dir, "acess.log")
 	appendLines(t, filepath.Join(dir, "access.log"))
@@ -63,6 +64,7 @@ func TestMistypedPathIsReported(t *testing.T) {
 // status shows the stored offset and no lag from the first second, not
 // offset 0 and the file's size as lag until the next line.
 func TestNoFalseLagAfterRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
@@ -88,6 +90,7 @@ func TestNoFalseLagAfterRestart(t *testing.T) {
 // TestCommonFormatCountsPageViews: `--format common` logs no user agent; its
 // lines are page views by the other rules, not all crawlers'.
 func TestCommonFormatCountsPageViews(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))

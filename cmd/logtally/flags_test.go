@@ -16,6 +16,7 @@ import (
 // it prints one line naming the flag and the fix, then where the help is,
 // and exits with status 2, without the whole help.
 func TestFlagErrors(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "nginx.conf")
 	os.WriteFile(conf, []byte(`http { log_format upstream '$remote_addr [$time_local] "$request"'; log_format json_logs escape=json '{"a":"$remote_addr"}'; }`), 0o644)
 	tests := []struct {
@@ -59,6 +60,7 @@ func TestFlagErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), childEnv+"="+tt.args)
 			var stdout, stderr bytes.Buffer
@@ -81,6 +83,7 @@ func TestFlagErrors(t *testing.T) {
 // TestHelpListsOnlyTheCommandsFlags: replay reads archives to their end and
 // serves nothing, so the live window's and the server's flags are run's.
 func TestHelpListsOnlyTheCommandsFlags(t *testing.T) {
+	t.Parallel()
 	help := func(cmd string) string {
 		var out bytes.Buffer
 		m := NewMain()
@@ -119,6 +122,7 @@ func TestHelpListsOnlyTheCommandsFlags(t *testing.T) {
 // TestUsageErrorIsAUsageError: every mistake ParseFlags reports is a
 // *UsageError, which main turns into exit status 2.
 func TestUsageErrorIsAUsageError(t *testing.T) {
+	t.Parallel()
 	m := NewMain()
 	m.Stderr = io.Discard
 	err := m.ParseFlags([]string{"run", "--window", "1500ms"})

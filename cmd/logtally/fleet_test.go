@@ -285,6 +285,7 @@ func compare(n *fleetNode, scope string, tr truth) (asOf time.Time, diff string)
 // /api/v1/stats, /pages and 1-minute /series equal a brute-force count of
 // all three logs, and their ?scope=node answers a count of their own log.
 func TestFleetEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	proxy := srv.Proxy(t)
 	dir := t.TempDir()
@@ -475,6 +476,7 @@ func settled(nodes []*fleetNode, own []truth, all truth) (diff string, oldest ti
 // (not ready, saying why), and once PostgreSQL is back it ships them,
 // reads on, and every line counts once, locally and in the fleet.
 func TestFleetOutboxFullPausesReading(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")

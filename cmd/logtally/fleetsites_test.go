@@ -18,6 +18,7 @@ import (
 // the whole fleet, and with scope=node for the node alone; without it,
 // for all sites of all nodes.
 func TestFleetSites(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Database(t)
 	dir := t.TempDir()
 	now := time.Now().UTC().Add(-2 * time.Minute)

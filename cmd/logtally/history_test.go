@@ -89,6 +89,7 @@ func series(t *testing.T, m *Main, query string) api.SeriesBody {
 // classes and bytes exactly, visitors exactly by minute and within the
 // sketches' error by hour and day.
 func TestReplay2015AnswersSeriesExactly(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	summary := replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	if !strings.Contains(summary, "kept: 1000 lines in minutes, hours and days") {
@@ -129,6 +130,7 @@ func TestReplay2015AnswersSeriesExactly(t *testing.T) {
 // TestPointsBeforeKeptFrom: a step before the kept minutes is null, not
 // zero; one after, with no line, is zero.
 func TestPointsBeforeKeptFrom(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	m := start(t, time.Now, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC")
@@ -189,6 +191,7 @@ func startLogged(t *testing.T, args ...string) (*Main, *syncBuffer) {
 // would delete and how to apply it; with --apply-retention the pruner
 // deletes, and logs what it deleted.
 func TestShorterRetentionIsHeldUnlessApplied(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	minutes := func() int {
@@ -235,6 +238,7 @@ func TestShorterRetentionIsHeldUnlessApplied(t *testing.T) {
 // TestReplayThenRunShowsCurrentMinute: lines of the current minute that a
 // replay stored are in the live window that run restores.
 func TestReplayThenRunShowsCurrentMinute(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 40, 0, time.UTC))

@@ -16,6 +16,7 @@ import (
 // more than 16 KiB got net/http's 431 in text/plain, and a path with ..
 // a redirect with an empty body.
 func TestDaemonAnswersBadRequestsInJSON(t *testing.T) {
+	t.Parallel()
 	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0")
 	for _, tt := range []struct {
 		target string

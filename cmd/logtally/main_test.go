@@ -98,6 +98,7 @@ func line(host, when, request string, status int, ua string) string {
 }
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	appendLines(t, log) // the file exists, empty, before the daemon starts
@@ -149,6 +150,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestRestartResumesExactly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
@@ -231,6 +233,7 @@ func storedRequests(t *testing.T, db string) int64 {
 }
 
 func TestReplayThenServe(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	sample := filepath.Join("..", "..", "testdata", "sample.log")
 	data, err := os.ReadFile(sample)
@@ -281,6 +284,7 @@ func TestReplayThenServe(t *testing.T) {
 // minutes, run again: the restarted window holds what the stored series
 // holds over it, the replayed lines and their rejected one included.
 func TestRunReplayRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, other, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "other.log"), filepath.Join(dir, "db")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))

@@ -125,7 +125,10 @@ func (n *nginx) reopen(t *testing.T) {
 
 // TestNginxRotationAndRestart: a real nginx serves N requests; during the
 // load its log is rotated by rename and reopened, and logtally is stopped
-// and started once. Stored requests must be N exactly.
+// and started once. Stored requests must be N exactly. Not parallel, as
+// no test that starts nginx is: nginx listens on a port found free a
+// moment before (startNginxWith), which a test running meanwhile could
+// take.
 func TestNginxRotationAndRestart(t *testing.T) {
 	ng := startNginx(t)
 	log, db := filepath.Join(ng.dir, "access.log"), filepath.Join(ng.dir, "logtally.db")
@@ -192,7 +195,8 @@ func TestNginxRotationAndRestart(t *testing.T) {
 
 // TestNginxSites: a real nginx with two server blocks, two server_names on
 // one loopback port, logging $host; the requests to each name are counted
-// under that site, and the all-sites view holds both.
+// under that site, and the all-sites view holds both. Not parallel: see
+// TestNginxRotationAndRestart.
 func TestNginxSites(t *testing.T) {
 	const format = `$host $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`
 	n := startNginxWith(t, `log_format sites '`+format+`';

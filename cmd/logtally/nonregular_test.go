@@ -22,6 +22,7 @@ import (
 // start-up (an open for reading waits for a writer) and replay of /dev/zero
 // never ended.
 func TestNonRegularInputIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "access.fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -72,7 +73,8 @@ func TestNonRegularInputIsRefused(t *testing.T) {
 
 // TestReplayStopsOnSIGTERM: a replay that reads for long without sending a
 // line (64 GiB with no newline: a device copied to a file, say) stops within
-// a second of SIGTERM.
+// a second of SIGTERM. Not parallel: what it claims is a time, which the
+// load of other tests would stretch.
 func TestReplayStopsOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	huge := filepath.Join(dir, "huge.log")

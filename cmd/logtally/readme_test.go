@@ -107,6 +107,7 @@ var example = regexp.MustCompile(`(?m)^\$ `)
 // changes fails TestScripts until the script's transcript, and then the
 // document, are updated.
 func TestDocsExamples(t *testing.T) {
+	t.Parallel()
 	marked := 0
 	for _, d := range docs(t) {
 		for _, b := range d.blocks() {
@@ -152,6 +153,7 @@ func checkExample(t *testing.T, b docBlock) {
 // TestREADMEFirstScreen: the README opens with exactly two commands, the
 // try-it and the tests, and says how long the first build takes.
 func TestREADMEFirstScreen(t *testing.T) {
+	t.Parallel()
 	readme := docs(t)[0]
 	var first []docBlock
 	for _, b := range readme.blocks() {
@@ -173,6 +175,7 @@ func TestREADMEFirstScreen(t *testing.T) {
 // TestREADMEIsShort: the README is the front door, not the manual, which
 // is docs/.
 func TestREADMEIsShort(t *testing.T) {
+	t.Parallel()
 	if n := len(docs(t)[0].lines) - 1; n > 250 {
 		t.Errorf("README.md has %d lines, more than 250: move the detail to docs/", n)
 	}
@@ -185,6 +188,7 @@ var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 // repository names one that exists, and a link to a section (#anchor) names
 // a heading of its document, as GitHub makes anchors of headings.
 func TestDocsLinks(t *testing.T) {
+	t.Parallel()
 	all := docs(t)
 	anchors := map[string]map[string]bool{}
 	for _, d := range all {

@@ -60,6 +60,7 @@ func gzipTo(t *testing.T, src, dst string) {
 }
 
 func TestReplayTwiceChangesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	writeLog(t, log, 20_000)
@@ -80,6 +81,7 @@ func TestReplayTwiceChangesNothing(t *testing.T) {
 }
 
 func TestReplayFileAndItsGzipAtOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	writeLog(t, log, 5_000)
@@ -92,6 +94,7 @@ func TestReplayFileAndItsGzipAtOnce(t *testing.T) {
 // TestReplayGzipOfLiveFileChangesNothing: run follows a log, which is then
 // rotated and compressed; replaying the .gz adds nothing.
 func TestReplayGzipOfLiveFileChangesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
@@ -124,6 +127,7 @@ func TestReplayGzipOfLiveFileChangesNothing(t *testing.T) {
 }
 
 func TestReplayLongLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	appendLines(t, log,
@@ -137,6 +141,7 @@ func TestReplayLongLine(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
+	t.Parallel()
 	got := progressLine(100e6, 400e6, 500_000, time.Second)
 	want := "[#######-----------------------]  25% 100.0 MB/400.0 MB  500000 lines/s  3s left"
 	if got != want {

@@ -81,6 +81,7 @@ func lineDiff(want, got string) string {
 // With no --from or --to it covers the last days held, from the first with
 // a line.
 func TestReportGolden(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	for _, f := range []struct{ golden, flag string }{
@@ -101,6 +102,7 @@ func TestReportGolden(t *testing.T) {
 // TestReportOfDaysNotKept: days whose daily counts the retention dropped
 // are shown as not kept, and counted in nothing.
 func TestReportOfDaysNotKept(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", "--keep-days", "2d", archive)
 	got, err := reportOf(t, "--db", db, "--tz", "UTC", "--from", "2015-05-16", "--to", "2015-05-20", "--pages", "3")
@@ -114,6 +116,7 @@ func TestReportOfDaysNotKept(t *testing.T) {
 // a running logtally holds it; report waits for the lock, then says so and
 // where else to look.
 func TestReportWhileRunning(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", archive)
 	daemon, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil) // as run holds it
@@ -135,6 +138,7 @@ func TestReportWhileRunning(t *testing.T) {
 }
 
 func TestReportOfEmptyDatabase(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	s, err := storage.Open(storage.Config{Path: db}, nil)
 	if err != nil {

@@ -68,6 +68,7 @@ func scriptSetup(m *Main) {
 //	damagedb FILE BUCKET writes garbage over the root page of a bucket of
 //	                     the database FILE (see damageBucket)
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	fleetURL := ""
 	if pgtest.Available() == nil {
 		fleetURL = pgtest.Database(t)
@@ -445,6 +446,7 @@ func waitHTTP(ts *testscript.TestScript, neg bool, args []string) {
 
 // TestShellWords splits as sh does for the quoting the docs use.
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	got, err := shellWords(`curl -si -H 'If-None-Match: "11cdkac93akrm"' "a b"\ c localhost:8080/x`)
 	want := []string{"curl", "-si", "-H", `If-None-Match: "11cdkac93akrm"`, "a b c", "localhost:8080/x"}
 	if err != nil || !slices.Equal(got, want) {

@@ -192,6 +192,7 @@ func checkSites(t *testing.T, base string, truth map[string]*siteTruth) {
 // of two sites once, an unknown site is a 404; and all of it again after a
 // SIGKILL and a restart.
 func TestSitesEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log, shop, truth := sitesLog(t, dir)
 	args := "--db " + filepath.Join(dir, "db") + " --format vhost_combined --site-field %v" +

@@ -9,6 +9,7 @@ import (
 )
 
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	want := regexp.MustCompile(`^logtally \S+ \(commit \S+, ` + regexp.QuoteMeta(runtime.Version()) + `, \w+/\w+\)\n$`)
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		var out bytes.Buffer
@@ -27,7 +28,8 @@ func TestVersionCommand(t *testing.T) {
 }
 
 // TestVersionFromLinker: the build script's -X main.version and
-// -X main.commit win over the build information.
+// -X main.commit win over the build information. Not parallel: it sets
+// the package's version and commit, which every command reads.
 func TestVersionFromLinker(t *testing.T) {
 	defer func(v, c string) { version, commit = v, c }(version, commit)
 	version, commit = "v1.2.3", "abc123def456"
