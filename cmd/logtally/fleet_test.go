@@ -286,7 +286,7 @@ func compare(n *fleetNode, scope string, tr truth) (asOf time.Time, diff string)
 // all three logs, and their ?scope=node answers a count of their own log.
 func TestFleetEndToEnd(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Start(t)
+	srv := pgtest.Start(t) // its own: the test stops it and cuts its connections
 	proxy := srv.Proxy(t)
 	dir := t.TempDir()
 	nodes := make([]*fleetNode, 3)
@@ -477,7 +477,7 @@ func settled(nodes []*fleetNode, own []truth, all truth) (diff string, oldest ti
 // reads on, and every line counts once, locally and in the fleet.
 func TestFleetOutboxFullPausesReading(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Start(t)
+	srv := pgtest.Start(t) // its own: the test stops it
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	appendLines(t, log)

@@ -12,9 +12,9 @@
 //
 // A cluster costs about a second to make and start. Tests that only read
 // and write share one server per test binary instead (shared.go): Database
-// gives each a database of its own on it, and Main, run from TestMain,
-// stops it after the last test. A test that stops, restarts or cuts the
-// server starts its own.
+// gives each a database of its own on it, and Main, run from TestMain
+// (or Managed, where another runner runs the tests), stops it after the
+// last test. A test that stops, restarts or cuts the server starts its own.
 //
 // PostgreSQL refuses to run as root. When the test runs as root, initdb and
 // postgres run as the "postgres" system user if there is one, else as
