@@ -46,20 +46,23 @@ func (s *Server) liveSnapshot() *logtally.Snapshot {
 }
 
 // published returns the channel that the next publish of what the event
-// stream carries closes: the fleet's View in fleet mode, and, when the
-// fleet cannot tell (Fleet.Published nil, or returning nil), this node's
-// window, at whose publishes the View is looked at again. Nil when nothing
-// tells: the streams are then sent no more than their first event.
-func (s *Server) published() <-chan struct{} {
-	if f := s.deps.Fleet; f != nil && f.Published != nil {
+// stream carries closes: the fleet's View in fleet mode, else this node's
+// window. hint is true when that channel may never close although the
+// View changes: in fleet mode before the fleet can tell (Fleet.Published
+// nil, or returning nil, until its database is reached) the node's window
+// stands in, and a quiet log never publishes, so the broadcaster also looks
+// again every fleetLookAgain. next is nil when nothing tells.
+func (s *Server) published() (next <-chan struct{}, hint bool) {
+	f := s.deps.Fleet
+	if f != nil && f.Published != nil {
 		if ch := f.Published(); ch != nil {
-			return ch
+			return ch, false
 		}
 	}
 	if s.deps.Published != nil {
-		return s.deps.Published()
+		next = s.deps.Published()
 	}
-	return nil
+	return next, f != nil
 }
 
 // events answers GET /api/v1/events: a Server-Sent Events stream with a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -73,21 +74,41 @@ func (e *eventReader) next() (LiveBody, error) {
 		case strings.HasPrefix(line, "data: ") && event == "snapshot":
 			var b LiveBody
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &b); err != nil {
-				e.t.Fatalf("event data %q: %v", line, err)
+				return LiveBody{}, fmt.Errorf("event data %q: %w", line, err)
 			}
 			return b, nil
 		}
 	}
 }
 
+// mustNext is next, failing the test on an error or when no event comes
+// within eventWait: a stream that is never woken fails rather than hangs.
 func (e *eventReader) mustNext() LiveBody {
 	e.t.Helper()
-	b, err := e.next()
-	if err != nil {
-		e.t.Fatalf("reading the stream: %v", err)
+	type read struct {
+		b   LiveBody
+		err error
 	}
-	return b
+	got := make(chan read, 1) // the reader, if abandoned, ends when the body is closed
+	go func() {
+		b, err := e.next()
+		got <- read{b, err}
+	}()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			e.t.Fatalf("reading the stream: %v", r.err)
+		}
+		return r.b
+	case <-time.After(eventWait):
+		e.t.Fatalf("no event within %s", eventWait)
+		return LiveBody{}
+	}
 }
+
+// eventWait is how long mustNext waits for an event: far longer than any
+// wake-up takes, so that only a stream that is never woken reaches it.
+const eventWait = 30 * time.Second
 
 func snapshot(requests int64, pages ...logtally.PageCount) *logtally.Snapshot {
 	return &logtally.Snapshot{From: time.Unix(1000, 0).UTC(), To: time.Unix(1600, 0).UTC(), Length: 10 * time.Minute,

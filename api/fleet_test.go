@@ -159,3 +159,19 @@ func TestFleetEventsBeforeTheFleetTells(t *testing.T) {
 		t.Errorf("event = %+v, want the fleet's view, seen at the node's publish", got)
 	}
 }
+
+// TestFleetEventsWhenTheNodeIsQuiet: before the fleet can tell, a node
+// whose log is quiet never publishes; the stream still carries the fleet's
+// first View, looked at again on a timer.
+func TestFleetEventsWhenTheNodeIsQuiet(t *testing.T) {
+	var view publisher[logtally.View]
+	var node publisher[logtally.Snapshot]
+	node.Store(snapshot(9))
+	s := New(Config{MaxStreams: 10}, Deps{Snapshot: node.Load, Published: node.Published,
+		Fleet: &Fleet{View: view.Load, History: &history{}, Published: func() <-chan struct{} { return nil }}})
+	stream := openStream(t, streamServer(t, s).URL+"/api/v1/events")
+	view.v.Store(fleetView()) // the fleet tells no one, and the node publishes nothing
+	if got := stream.mustNext(); got.Requests != 90 {
+		t.Errorf("event = %+v, want the fleet's view", got)
+	}
+}

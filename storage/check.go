@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
@@ -95,17 +96,41 @@ func (s *Store) guarded(f func() error) (err error) {
 		if r == nil {
 			return
 		}
-		size := int64(math.MaxInt64) // the file, if it cannot be told, is as long as its pages
-		if info, err := os.Stat(s.cfg.Path); err == nil {
-			size = info.Size()
-		}
-		if damage := findDamage(s.db, s.cfg.Path, size); errors.As(damage, new(*DamageError)) {
+		if damage := s.file.damage.find(s.db, s.cfg.Path); damage != nil {
 			err = damage
 			return
 		}
 		panic(r)
 	}()
 	return f()
+}
+
+// damageMemo remembers the damage that a guarded read or write found. A
+// damaged page is met again by every commit retried and every request that
+// reads it: the whole file is checked once, one check at a time, and every
+// later panic is answered with what that check found.
+type damageMemo struct {
+	mu    sync.Mutex
+	found error // a *DamageError, once one is found
+}
+
+// find returns the damage of db, the file at path: the remembered one, or
+// the one a full check finds now. It returns nil if the file is whole, and
+// then the panic that asked was not the file's.
+func (m *damageMemo) find(db *bolt.DB, path string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.found != nil {
+		return m.found
+	}
+	size := int64(math.MaxInt64) // the file, if it cannot be told, is as long as its pages
+	if info, err := os.Stat(path); err == nil {
+		size = info.Size()
+	}
+	if damage := findDamage(db, path, size); errors.As(damage, new(*DamageError)) {
+		m.found = damage
+	}
+	return m.found
 }
 
 // view is db.View under guarded.

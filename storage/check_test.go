@@ -238,6 +238,7 @@ func TestDamagedPageSaysWhatWhenRead(t *testing.T) {
 				t.Fatalf("Open: %v; it reads none of the damaged page", err)
 			}
 			defer s.Close()
+			var first *DamageError // what the first read found, for every later one
 			for name, read := range tt.read {
 				err := func() (err error) {
 					defer func() {
@@ -249,6 +250,18 @@ func TestDamagedPageSaysWhatWhenRead(t *testing.T) {
 				}()
 				if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%s: %v\nwant ErrDamaged, naming %s and %q", name, err, path, tt.want)
+				}
+				// The file is checked once: a retried commit or another
+				// request is answered with the same finding, not a new walk.
+				var got *DamageError
+				if errors.As(err, &got) && first != nil && got != first {
+					t.Errorf("%s: the file was checked again; want the damage found first", name)
+				}
+				if first == nil {
+					first = got
+				}
+				if again := read(s); !errors.As(again, &got) || got != first {
+					t.Errorf("%s again: %v; want the damage found first", name, again)
 				}
 			}
 		})

@@ -15,6 +15,14 @@ import (
 // that no one can open again: what they hold is lost when the store closes.
 var ErrFileGone = errors.New("database file deleted or replaced while open")
 
+// fileState is what the store knows of its file beyond bbolt: which file
+// it opened, to tell whether its path still names it, and the damage that
+// a read or write found in it.
+type fileState struct {
+	info   os.FileInfo
+	damage damageMemo
+}
+
 // FileErr reports whether the store's path still names the file it has
 // open: nil if it does, or cannot tell; an error wrapping ErrFileGone if
 // the file was deleted or replaced. It costs one stat, so it may be asked
@@ -24,9 +32,9 @@ func (s *Store) FileErr() error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: %w: it was deleted", s.cfg.Path, ErrFileGone)
-	case err != nil || s.file == nil:
+	case err != nil || s.file.info == nil:
 		return nil // cannot tell: a directory not readable for a moment, say
-	case !os.SameFile(info, s.file):
+	case !os.SameFile(info, s.file.info):
 		return fmt.Errorf("%s: %w: it was replaced by another file", s.cfg.Path, ErrFileGone)
 	}
 	return nil

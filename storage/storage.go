@@ -194,7 +194,7 @@ type Store struct {
 	loc  *time.Location   // days are calendar days here
 	now  func() time.Time // clock for retention
 	db   *bolt.DB
-	file os.FileInfo // the file db is, to tell whether Path still names it
+	file fileState
 	salt uint64
 	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
 	// holds commits at a chosen point.
@@ -250,7 +250,7 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	// commits that wrote it.
 	db.AllocSize = allocSize
 	s := newStore(cfg, loc, now, db)
-	s.file, s.commit = file, (*bolt.Tx).Commit
+	s.file.info, s.commit = file, (*bolt.Tx).Commit
 	err = s.update(func(tx *bolt.Tx) error {
 		if err := s.init(tx); err != nil {
 			return err
