@@ -5,9 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/logtally/logtally/internal/golden"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -52,7 +52,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (run go test ./parser -update)", err)
 			}
-			if d := diff(string(want), string(got)); d != "" {
+			if d := golden.Diff(string(want), string(got)); d != "" {
 				t.Errorf("%s differs (-want +got); run go test ./parser -update if the change is right:\n%s", path, d)
 			}
 		})
@@ -85,27 +85,4 @@ func reason(err error) string {
 		}
 	}
 	return "NO REASON"
-}
-
-// diff returns the lines of want and got that differ, by line number, or ""
-// if they are equal.
-func diff(want, got string) string {
-	if want == got {
-		return ""
-	}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var sb strings.Builder
-	for i := range max(len(w), len(g)) {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			fmt.Fprintf(&sb, "line %d:\n-%s\n+%s\n", i+1, a, b)
-		}
-	}
-	return sb.String()
 }

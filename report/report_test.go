@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"fmt"
+	"github.com/logtally/logtally/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,38 +181,19 @@ func TestFormats(t *testing.T) {
 			if err := r.Write(&got, format); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "report."+format+".golden")
+			path := filepath.Join("testdata", "report."+format+".golden")
 			if *update {
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want, err := os.ReadFile(golden)
+			want, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != string(want) {
-				t.Errorf("%s differs from %s:\n%s", format, golden, lineDiff(string(want), got.String()))
+				t.Errorf("%s differs from %s:\n%s", format, path, golden.Diff(string(want), got.String()))
 			}
 		})
 	}
-}
-
-// lineDiff lists the lines of got that differ from want's.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want %s\n  got  %s\n", i+1, wl, gl)
-		}
-	}
-	return b.String()
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/logtally/logtally/internal/golden"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,27 +54,8 @@ func checkGolden(t *testing.T, name, got string) {
 		t.Fatal(err)
 	}
 	if got != string(want) {
-		t.Errorf("%s differs (rewrite it with -update if the change is right):\n%s", path, lineDiff(string(want), got))
+		t.Errorf("%s differs (rewrite it with -update if the change is right):\n%s", path, golden.Diff(string(want), got))
 	}
-}
-
-// lineDiff shows the lines of want and got that differ, by line number.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("line " + strconv.Itoa(i+1) + ":\n  want " + wl + "\n  got  " + gl + "\n")
-		}
-	}
-	return b.String()
 }
 
 // TestReportGolden: the report of a replayed archive, in its three forms.
