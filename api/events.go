@@ -47,22 +47,15 @@ func (s *Server) liveSnapshot() *logtally.Snapshot {
 
 // published returns the channel that the next publish of what the event
 // stream carries closes: the fleet's View in fleet mode, else this node's
-// window. hint is true when that channel may never close although the
-// View changes: in fleet mode before the fleet can tell (Fleet.Published
-// nil, or returning nil, until its database is reached) the node's window
-// stands in, and a quiet log never publishes, so the broadcaster also looks
-// again every fleetLookAgain. next is nil when nothing tells.
-func (s *Server) published() (next <-chan struct{}, hint bool) {
-	f := s.deps.Fleet
-	if f != nil && f.Published != nil {
-		if ch := f.Published(); ch != nil {
-			return ch, false
-		}
+// window; nil when nothing tells.
+func (s *Server) published() <-chan struct{} {
+	switch {
+	case s.deps.Fleet != nil:
+		return s.deps.Fleet.Published()
+	case s.deps.Published != nil:
+		return s.deps.Published()
 	}
-	if s.deps.Published != nil {
-		next = s.deps.Published()
-	}
-	return next, f != nil
+	return nil
 }
 
 // events answers GET /api/v1/events: a Server-Sent Events stream with a

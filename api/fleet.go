@@ -24,9 +24,9 @@ type Fleet struct {
 	// answers ?site= from this node's counts.
 	Site func(name string) *Fleet
 	// Published returns a channel closed when the next View is published,
-	// for the event stream; it may return nil (before the fleet database
-	// is reached), and be nil: the stream then wakes at the node's own
-	// publishes (Deps.Published) and looks at the View then.
+	// for the event stream. It must not be nil nor return nil: before the
+	// fleet database is reached, its channel is closed when it is (see
+	// fleet.Node.Published), so that the first View is told like any other.
 	Published func() <-chan struct{}
 }
 

@@ -142,37 +142,3 @@ func TestFleetEvents(t *testing.T) {
 		t.Errorf("scope=node beside the stream = %s", rec.Body)
 	}
 }
-
-// TestFleetEventsBeforeTheFleetTells: until the fleet can say when its
-// View changes (before its database is reached, Fleet.Published gives
-// nil), the stream looks at the View at each of the node's own publishes.
-func TestFleetEventsBeforeTheFleetTells(t *testing.T) {
-	view, node, stream := fleetNotTelling(t)
-	view.v.Store(fleetView()) // the fleet tells no one
-	node.Store(snapshot(10))
-	if got := stream.mustNext(); got.Requests != 90 {
-		t.Errorf("event = %+v, want the fleet's view, seen at the node's publish", got)
-	}
-}
-
-// TestFleetEventsWhenTheNodeIsQuiet: before the fleet can tell, a node
-// whose log is quiet never publishes; the stream still carries the fleet's
-// first View, looked at again on a timer.
-func TestFleetEventsWhenTheNodeIsQuiet(t *testing.T) {
-	view, _, stream := fleetNotTelling(t)
-	view.v.Store(fleetView()) // the fleet tells no one, and the node publishes nothing
-	if got := stream.mustNext(); got.Requests != 90 {
-		t.Errorf("event = %+v, want the fleet's view", got)
-	}
-}
-
-// fleetNotTelling returns a fleet server whose fleet cannot yet say when its
-// View changes, the node's published snapshot, and a stream open on it.
-func fleetNotTelling(t *testing.T) (*publisher[logtally.View], *publisher[logtally.Snapshot], *eventReader) {
-	t.Helper()
-	view, node := new(publisher[logtally.View]), new(publisher[logtally.Snapshot])
-	node.Store(snapshot(9))
-	s := New(Config{MaxStreams: 10}, Deps{Snapshot: node.Load, Published: node.Published,
-		Fleet: &Fleet{View: view.Load, History: &history{}, Published: func() <-chan struct{} { return nil }}})
-	return view, node, openStream(t, streamServer(t, s).URL+"/api/v1/events")
-}

@@ -22,9 +22,6 @@ const (
 	// client is sent more than one event per gap, however often the
 	// window publishes.
 	minEventGap = 100 * time.Millisecond
-	// fleetLookAgain is how often the broadcaster looks at the fleet's
-	// View while the fleet cannot yet say when it changes.
-	fleetLookAgain = time.Second
 	// streamHeartbeat is how often an idle stream gets a comment line, so
 	// that proxies keep it open and a vanished client is noticed.
 	streamHeartbeat = 15 * time.Second
@@ -52,8 +49,8 @@ var ErrClosed = errors.New("api closed")
 type streams struct {
 	max       int
 	snapshot  func() *logtally.Snapshot
-	published func() (<-chan struct{}, bool) // closed at the next publish (see Server.published)
-	prepare   func()                         // renders the new snapshot's event once, before the wakes
+	published func() <-chan struct{} // closed at the next publish (see Server.published)
+	prepare   func()                 // renders the new snapshot's event once, before the wakes
 
 	mu           sync.Mutex
 	clients      map[chan struct{}]struct{}
@@ -64,7 +61,7 @@ type streams struct {
 	wg           sync.WaitGroup
 }
 
-func newStreams(max int, snapshot func() *logtally.Snapshot, published func() (<-chan struct{}, bool), prepare func()) *streams {
+func newStreams(max int, snapshot func() *logtally.Snapshot, published func() <-chan struct{}, prepare func()) *streams {
 	return &streams{max: max, snapshot: snapshot, published: published, prepare: prepare,
 		clients: make(map[chan struct{}]struct{}), done: make(chan struct{})}
 }
@@ -132,7 +129,7 @@ func (h *streams) broadcast(last *logtally.Snapshot, quit <-chan struct{}) {
 	for {
 		// Taken before the snapshot is read: a publish after the read
 		// closes it.
-		next, hint := h.published()
+		next := h.published()
 		if snap := h.snapshot(); snap != last {
 			last = snap
 			h.prepare()
@@ -142,11 +139,7 @@ func (h *streams) broadcast(last *logtally.Snapshot, quit <-chan struct{}) {
 			}
 			continue
 		}
-		var again <-chan time.Time
-		if hint {
-			again = time.After(fleetLookAgain)
-		}
-		if !h.wait(quit, next, again) {
+		if !h.wait(quit, next, nil) {
 			return
 		}
 	}

@@ -78,7 +78,8 @@ type Node struct {
 
 	store     atomic.Pointer[Store]
 	refresher atomic.Pointer[Refresher]
-	views     siteViews // single sites' Refreshers: see SiteView
+	reached   chan struct{} // closed when refresher is set: see Published
+	views     siteViews     // single sites' Refreshers: see SiteView
 	status    shipStatus
 
 	cancel context.CancelFunc
@@ -91,7 +92,7 @@ func NewNode(cfg Config, outbox Outbox, logger *slog.Logger, now func() time.Tim
 	if now == nil {
 		now = time.Now
 	}
-	n := &Node{cfg: cfg.withDefaults(), outbox: outbox, log: logger, now: now}
+	n := &Node{cfg: cfg.withDefaults(), outbox: outbox, log: logger, now: now, reached: make(chan struct{})}
 	n.status.state = StateConnecting
 	return n
 }
@@ -144,6 +145,7 @@ func (n *Node) run(ctx context.Context) {
 		return
 	}
 	n.refresher.Store(NewRefresher(st, n.site(), n.log))
+	close(n.reached)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -244,13 +246,15 @@ func (n *Node) Current() *logtally.View {
 }
 
 // Published returns a channel closed when the fleet's next View is
-// published (see Refresher.Updated), for the API's event stream; nil
-// before the fleet database is first reached.
+// published (see Refresher.Updated), for the API's event stream. Before
+// the fleet database is reached it is closed when it is, so that a waiter
+// then takes the Refresher's: the first View is told like any other, and
+// nobody has to look again on a timer.
 func (n *Node) Published() <-chan struct{} {
 	if r := n.refresher.Load(); r != nil {
 		return r.Updated()
 	}
-	return nil
+	return n.reached
 }
 
 // Series answers the fleet's history, within a time limit: the API's

@@ -223,3 +223,32 @@ func TestNodeHistoryBeforeConnecting(t *testing.T) {
 		t.Error("a view before any read")
 	}
 }
+
+// TestNodePublishedBeforeConnecting: a waiter that takes Published before
+// the fleet database is reached is woken when it is, and then by the
+// first View: the API's event stream hears of the fleet's first counts
+// without looking again on a timer, even on a node whose log is quiet.
+func TestNodePublishedBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.URL, cfg.Node, cfg.Refresh = pgtest.Database(t), "a", 50*time.Millisecond
+	n := NewNode(cfg, localStore(t).Outbox(), discard(), nil)
+	next := n.Published()
+	if next == nil {
+		t.Fatal("Published = nil before the database is reached")
+	}
+	if _, err := n.Salt(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	n.Start(testContext(t))
+	t.Cleanup(n.Close)
+	ctx := testContext(t)
+	for n.Current() == nil {
+		select {
+		case <-next:
+			next = n.Published()
+		case <-ctx.Done():
+			t.Fatal("no View told before the test's deadline")
+		}
+	}
+}
