@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"github.com/logtally/logtally/internal/golden"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,19 +180,7 @@ func TestFormats(t *testing.T) {
 			if err := r.Write(&got, format); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "report."+format+".golden")
-			if *update {
-				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.String() != string(want) {
-				t.Errorf("%s differs from %s:\n%s", format, path, golden.Diff(string(want), got.String()))
-			}
+			golden.Check(t, filepath.Join("testdata", "report."+format+".golden"), got.Bytes(), *update)
 		})
 	}
 }

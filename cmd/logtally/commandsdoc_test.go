@@ -3,12 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rogpeppe/go-internal/diff"
+	"github.com/logtally/logtally/internal/golden"
 )
 
 // commandsDocPath is the flag reference, generated from the commands'
@@ -95,19 +94,5 @@ func firstSentence(s string) string {
 // rewritten.
 func TestCommandsDoc(t *testing.T) {
 	t.Parallel()
-	want := commandsDoc()
-	if *update {
-		if err := os.WriteFile(commandsDocPath, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	data, err := os.ReadFile(commandsDocPath)
-	if err != nil {
-		t.Fatalf("%v: write it with go test ./cmd/logtally -run TestCommandsDoc -update", err)
-	}
-	if got := string(data); got != want {
-		t.Errorf("docs/commands.md is stale; rewrite it with go test ./cmd/logtally -run TestCommandsDoc -update:\n%s",
-			diff.Diff("docs/commands.md", data, "the flags", []byte(want)))
-	}
+	golden.Check(t, commandsDocPath, []byte(commandsDoc()), *update)
 }

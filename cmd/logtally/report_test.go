@@ -38,26 +38,6 @@ func reportOf(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// checkGolden compares got with the golden file testdata/name, or rewrites
-// it with -update.
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (rewrite it with -update if the change is right):\n%s", path, golden.Diff(string(want), got))
-	}
-}
-
 // TestReportGolden: the report of a replayed archive, in its three forms.
 // With no --from or --to it covers the last days held, from the first with
 // a line.
@@ -76,7 +56,7 @@ func TestReportGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkGolden(t, f.golden, got)
+		golden.Check(t, filepath.Join("testdata", f.golden), []byte(got), *update)
 	}
 }
 
@@ -90,7 +70,7 @@ func TestReportOfDaysNotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "report-not-kept.table.golden", got)
+	golden.Check(t, filepath.Join("testdata", "report-not-kept.table.golden"), []byte(got), *update)
 }
 
 // TestReportWhileRunning: bbolt lets no other process open the file while
