@@ -75,9 +75,7 @@ type Preparer interface {
 type Replayer struct {
 	*ingest.Core
 
-	cfg   Config
 	store ingest.Committer
-	log   *slog.Logger
 	pool  sync.Pool // of *ingest.Result, between the parsers and the applier
 	// flight is the commit under way, if one is; free are emptied
 	// batches, by site, for the next lines while one commits.
@@ -98,6 +96,5 @@ func New(cfg Config, deps Deps) (*Replayer, error) {
 		deps.Logger.Warn("--apply-shards has no effect: replay applies the parsed lines on one goroutine; remove it",
 			"apply_shards", cfg.ApplyShards)
 	}
-	return &Replayer{Core: core, cfg: cfg, store: deps.Store, log: deps.Logger,
-		free: make(map[*ingest.Site][]*tally.Batch)}, nil
+	return &Replayer{Core: core, store: deps.Store, free: make(map[*ingest.Site][]*tally.Batch)}, nil
 }
