@@ -14,8 +14,10 @@ func (c *Core) Apply(r *Result) {
 		h := &r.Hits[i]
 		all.Batch.Add(h, false)
 		first := mi
-		if mi = r.MatchesEnd(i, mi); mi > first {
-			c.CountHit(r, h, r.matches[first:mi], false)
+		mi = r.MatchesEnd(i, mi)
+		for _, m := range r.matches[first:mi] {
+			ch := r.CounterHit(h, m)
+			c.CountHit(m, &ch, false)
 		}
 		if s := r.Site(i); s != nil {
 			c.AddToSite(s, h, false)
@@ -41,16 +43,15 @@ func (c *Core) AddToSite(s *Site, h *logtally.Hit, second bool) {
 	}
 }
 
-// CountHit adds hit h of r to the batches of the named counters its
-// matches ms count (see Result.Matches): a page view of the counter's key.
-func (c *Core) CountHit(r *Result, h *logtally.Hit, ms []Match, second bool) {
-	for _, m := range ms {
-		s := c.router.counters[m.counter]
-		ch := r.CounterHit(h, m)
-		s.Batch.Add(&ch, second)
-		c.router.touch(s)
-		c.counted[m.counter].Add(1)
-	}
+// CountHit adds ch, what a hit counts in the named counter of match m
+// (Result.CounterHit: a page view of the counter's key), to the counter's
+// batch. The caller builds ch, so that the live loop gives the same one
+// to the counter's window.
+func (c *Core) CountHit(m Match, ch *logtally.Hit, second bool) {
+	s := c.router.counters[m.counter]
+	s.Batch.Add(ch, second)
+	c.router.touch(s)
+	c.counted[m.counter].Add(1)
 }
 
 // RejectHit counts a hit the live window turned away, too far ahead of its

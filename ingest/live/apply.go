@@ -48,14 +48,12 @@ func (l *Loop) apply(r *ingest.Result) {
 		parsed++
 		second := outcome == window.Counted || outcome == window.Held
 		allSite.Batch.Add(h, second)
-		if mi > first {
-			ms := r.Matches(first, mi)
-			for _, m := range ms {
-				cw := w.counters[m.Counter()]
-				w.advance(cw, r.Now)
-				cw.Add(r.CounterHit(h, m))
-			}
-			l.CountHit(r, h, ms, second)
+		for _, m := range r.Matches(first, mi) {
+			ch := r.CounterHit(h, m)
+			cw := w.counters[m.Counter()]
+			w.advance(cw, r.Now)
+			cw.Add(ch)
+			l.CountHit(m, &ch, second)
 		}
 		if s != nil {
 			sw := w.sites[s.ID()]
