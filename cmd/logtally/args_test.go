@@ -93,7 +93,7 @@ func TestFlagsAfterFiles(t *testing.T) {
 	if want := []string{log, "-odd.log", blog}; !slices.Equal(r.patterns, want) {
 		t.Errorf("followed = %q, want %q (the files, then the site's)", r.patterns, want)
 	}
-	if want := []siteFile{{"blog", blog}}; !slices.Equal(r.Pipeline.siteFiles(), want) {
+	if want := []siteFile{{Site: "blog", Path: blog}}; !slices.Equal(r.Pipeline.siteFiles(), want) {
 		t.Errorf("sites = %v, want %v", r.Pipeline.siteFiles(), want)
 	}
 	if r.serve.Listen != "127.0.0.1:7777" {

@@ -57,16 +57,10 @@ func (p *pipelineConfig) core() *ingest.Config {
 }
 
 // siteFile is one --site NAME=PATH.
-type siteFile struct{ Site, Path string }
+type siteFile = ingest.SiteFile
 
 // siteFiles returns the --site flags, in order.
-func (p *pipelineConfig) siteFiles() []siteFile {
-	files := make([]siteFile, len(p.core().SiteFiles))
-	for i, f := range p.core().SiteFiles {
-		files[i] = siteFile{f.Site, f.Path}
-	}
-	return files
-}
+func (p *pipelineConfig) siteFiles() []siteFile { return p.core().SiteFiles }
 
 // flushLines is --flush-lines.
 func (p *pipelineConfig) flushLines() int { return p.core().FlushLines }
