@@ -162,15 +162,27 @@ func (d *daemon) stopWithin(sig syscall.Signal, patience time.Duration) error {
 		return d.err
 	default:
 	}
-	d.cmd.Process.Signal(sig)
-	select {
-	case <-d.exited:
-	case <-time.After(patience):
-		d.cmd.Process.Kill()
-		<-d.exited
+	if stopProcess(d.cmd.Process, sig, d.exited, patience) {
 		d.t.Errorf("logtally run still running %s after %v", patience, sig)
 	}
 	return d.err
+}
+
+// stopProcess sends sig to p and waits until exited is closed (by whoever
+// waits for p). If p is still running after patience, it is killed and
+// stopProcess reports that it had to.
+func stopProcess(p *os.Process, sig os.Signal, exited <-chan struct{}, patience time.Duration) (killed bool) {
+	p.Signal(sig)
+	timer := time.NewTimer(patience)
+	defer timer.Stop()
+	select {
+	case <-exited:
+		return false
+	case <-timer.C:
+		p.Kill()
+		<-exited
+		return true
+	}
 }
 
 // logTail returns the end of what the daemon logged.

@@ -93,15 +93,9 @@ http {
 		t.Fatalf("start nginx: %v", err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		stopProcess(cmd.Process, syscall.SIGQUIT, exited, 10*time.Second)
 	})
 	poll.Until(t, "nginx to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/")

@@ -96,16 +96,9 @@ func TestReplayStopsOnSIGTERM(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	poll.Until(t, "the replay to open the file", func() bool { return opened(cmd.Process.Pid, huge) })
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(time.Second)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		cmd.Process.Kill()
-		<-done
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	if stopProcess(cmd.Process, syscall.SIGTERM, exited, time.Second) {
 		t.Fatalf("replay still running 1 s after SIGTERM\n%s", stderr.String())
 	}
 }
