@@ -42,19 +42,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := renderGolden(f, g.cfg, in)
-			path := filepath.Join("testdata", g.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./parser -update)", err)
-			}
-			if d := golden.Diff(string(want), string(got)); d != "" {
-				t.Errorf("%s differs (-want +got); run go test ./parser -update if the change is right:\n%s", path, d)
-			}
+			golden.Check(t, filepath.Join("testdata", g.name+".golden"), got, *update)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/logtally/logtally/internal/golden"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -439,18 +440,7 @@ func TestRecordEncodingGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "record.golden")
-	got := hex.Dump(enc)
-	if *update {
-		os.WriteFile(golden, []byte(got), 0o644)
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("encoding changed:\n%s\nwant\n%s", got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "record.golden"), []byte(hex.Dump(enc)), *update)
 	var back record
 	if err := back.decode(enc, true); err != nil {
 		t.Fatal(err)

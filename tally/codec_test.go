@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/internal/golden"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -257,20 +257,7 @@ func TestBatchEncodingGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "batch.golden")
-	got := hex.Dump(enc)
-	if *updateGolden {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("encoding changed:\n%s\nwant\n%s", got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "batch.golden"), []byte(hex.Dump(enc)), *updateGolden)
 }
 
 // FuzzUnmarshalBatch feeds the decoder arbitrary bytes, seeded with real
