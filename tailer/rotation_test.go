@@ -242,3 +242,42 @@ func TestRotatedAwayBeforeFirstCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestRotatedAwayBeforeFollowing: logtally's first run claimed the log at
+// its start (Claim) but never opened it (a first start in fleet mode waits
+// for the fleet database); the log was then rotated twice, by copytruncate
+// and by a rename, and the copy compressed. The next run reads every line
+// of the stream from the rotated files, and leaves the archive from before
+// the claim alone.
+func TestRotatedAwayBeforeFollowing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	appendFile(t, path+".3", lines(5000, 5010))
+	age(t, path+".3") // an archive from before logtally: never read
+	appendFile(t, path, lines(0, 100))
+	streams := new(memStreams)
+	glob := filepath.Join(dir, "*.other")
+	if err := Claim([]string{path, glob, filepath.Join(dir, "missing.log")}, streams); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := streams.since[path]; !ok || len(streams.since) != 1 {
+		t.Fatalf("Claim stored %v, want the start of %s only", streams.since, path)
+	}
+	appendFile(t, path, lines(100, 150))
+	copyTruncate(t, path, nil)
+	appendFile(t, path, lines(150, 180))
+	rotateNumbered(t, path, 14)
+	compress(t, path+".2")
+	appendFile(t, path, lines(180, 200))
+
+	w := new(waker.Test)
+	s := newSink()
+	r := start(t, testConfig, Deps{Waker: w, Streams: streams}, s, path)
+	r.waker = w
+	r.waitFor(200)
+	r.step()
+	s.check(t, lines(0, 200))
+	if err := Claim([]string{path}, streams); err != nil || streams.sets != 1 {
+		t.Errorf("a claim of a stream with a start: %v, stored %d times, want once", err, streams.sets)
+	}
+}

@@ -2,6 +2,7 @@ package tailer
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -165,4 +166,32 @@ func rotationNumber(name string) (numbered, bool) {
 		return numbered{}, false
 	}
 	return numbered{name[:i], n}, true
+}
+
+// Claim records, for each plain path among patterns whose stream has no
+// start yet, the modification time of the file at it now: the stream
+// logtally has undertaken to follow starts there, although it may open the
+// file only later (a first start in fleet mode waits for the fleet
+// database). So a file rotated away meanwhile is read as the stream's when
+// reading begins, in this run or the next, rather than left as an archive.
+// A path with no file yet is not claimed: its first file is opened as soon
+// as it appears.
+func Claim(patterns []string, store Streams) error {
+	s := newStreams(store)
+	if err := s.load(patterns); err != nil {
+		return err
+	}
+	for _, p := range patterns {
+		if _, known := s.since[p]; known || hasMeta(p) {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // opened, and its trouble told, when followed
+		}
+		if _, err := s.extend(p, fi.ModTime()); err != nil {
+			return fmt.Errorf("claim %s: %w", p, err)
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/storage"
+	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/tally"
 )
 
@@ -43,10 +44,15 @@ func (r *runCmd) fleetSettings() error {
 
 // salt returns the salt visitors are hashed with: the store's own, or in
 // fleet mode the fleet's, so that one visitor is one hash on every node. A
-// node that has never reached the fleet database waits for it here.
+// node that has never reached the fleet database waits for it here, having
+// claimed its logs first: a file rotated away while it waits is then read
+// as the log's, not left as an archive from before it.
 func (r *runCmd) salt(ctx context.Context, store *storage.Store) (uint64, error) {
 	if !r.Fleet.Enabled() {
 		return storeSalt(ctx, store)
+	}
+	if err := tailer.Claim(r.patterns, store); err != nil {
+		return 0, err
 	}
 	cfg := r.Fleet
 	if r.Pipeline.multiSite() {
