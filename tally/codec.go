@@ -4,15 +4,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/logtally/logtally"
+	"maps"
 	"math"
 	"slices"
+
+	"github.com/logtally/logtally"
 )
 
 // batchEncoding is the version of the encoding AppendBinary writes. A
 // change to the layout must come with a new version: encoded batches wait
-// in outboxes across upgrades.
-const batchEncoding = 1
+// in outboxes across upgrades, so the decoder reads every earlier one too.
+// Version 2 added the read positions.
+const batchEncoding = 2
 
 // MaxBatchViews is the most page views, summed over all its minutes and
 // seconds, that an encoded batch may hold: decoding expands per-path counts
@@ -37,16 +40,17 @@ var (
 func (b *Batch) MarshalBinary() ([]byte, error) { return b.AppendBinary(nil) }
 
 // AppendBinary appends the batch's encoding to dst: its site, its line
-// count, and each minute's and live second's deltas. A delta is encoded
-// with its visitors as a sorted set (a visitor's repeats within a minute or
-// a second say nothing more) and its page views as a count per path, and
-// only the paths the batch's page views use are written, numbered anew. The
-// read positions and the window start are not encoded: they are local to
-// the node that read the lines.
+// count, each minute's and live second's deltas, and the read positions
+// its lines end at. A delta is encoded with its visitors as a sorted set (a
+// visitor's repeats within a minute or a second say nothing more) and its
+// page views as a count per path, and only the paths the batch's page views
+// use are written, numbered anew. The positions go with the batch so that
+// the fleet knows how far a node's shipped lines reach (where a node whose
+// database was restored resumes); the window start is not encoded.
 //
-// Layout, version 1 (varint: zig-zag, uvarint: unsigned, both LEB128):
+// Layout, version 2 (varint: zig-zag, uvarint: unsigned, both LEB128):
 //
-//	byte     version (1)
+//	byte     version (2; 1 is the same without the positions)
 //	uvarint  len(site), site bytes
 //	uvarint  lines
 //	uvarint  paths; each: uvarint len, bytes  (in order of first use)
@@ -57,6 +61,8 @@ func (b *Batch) MarshalBinary() ([]byte, error) { return b.AppendBinary(nil) }
 //	        uvarint visitors; each 8 bytes little-endian, strictly increasing,
 //	        uvarint paths viewed; each uvarint path number (strictly
 //	        increasing) and uvarint page views (at least 1)
+//	uvarint  positions; each (by file, in byte order): uvarint len, file
+//	         bytes, uvarint offset
 //
 // It does not change the batch.
 func (b *Batch) AppendBinary(dst []byte) ([]byte, error) {
@@ -101,7 +107,17 @@ func (b *Batch) AppendBinary(dst []byte) ([]byte, error) {
 			return dst, err
 		}
 	}
-	return dst, nil
+	return appendPositions(dst, b.positions), nil
+}
+
+// appendPositions appends read positions, by file in byte order.
+func appendPositions(dst []byte, positions map[string]int64) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(positions)))
+	for _, file := range slices.Sorted(maps.Keys(positions)) {
+		dst = appendString(dst, file)
+		dst = binary.AppendUvarint(dst, uint64(positions[file]))
+	}
+	return dst
 }
 
 // batchEncoder holds AppendBinary's scratch space.
@@ -169,7 +185,8 @@ func appendString(dst []byte, s string) []byte {
 // AppendBinary). The decoded batch answers Minutes, Seconds and Lines as
 // the encoded one did, except that each delta's Visitors is a sorted set
 // and its Views are grouped by path; Paths holds only the paths its page
-// views use. It has no read positions. An error wraps ErrBadBatch, and
+// views use. It has the read positions of the encoding (none for an
+// encoding of version 1). An error wraps ErrBadBatch, and
 // leaves the batch unchanged.
 func (b *Batch) UnmarshalBinary(data []byte) error {
 	nb := NewBatch()
@@ -240,8 +257,9 @@ func (d *batchDecoder) batch(b *Batch) error {
 	if len(d.data) == 0 {
 		return errTruncated
 	}
-	if v := d.data[0]; v != batchEncoding {
-		return fmt.Errorf("encoding version %d, want %d", v, batchEncoding)
+	version := d.data[0]
+	if version < 1 || version > batchEncoding {
+		return fmt.Errorf("encoding version %d, want 1 to %d", version, batchEncoding)
 	}
 	d.off = 1
 	site, err := d.string()
@@ -284,8 +302,40 @@ func (d *batchDecoder) batch(b *Batch) error {
 			return err
 		}
 	}
+	if version >= 2 {
+		if err := d.positions(b); err != nil {
+			return err
+		}
+	}
 	if d.off != len(d.data) {
 		return fmt.Errorf("%d bytes after the batch", len(d.data)-d.off)
+	}
+	return nil
+}
+
+// positions reads the read positions, files in strictly increasing order.
+func (d *batchDecoder) positions(b *Batch) error {
+	n, err := d.count(2)
+	if err != nil {
+		return err
+	}
+	prev := ""
+	for i := range n {
+		file, err := d.string()
+		if err != nil {
+			return err
+		}
+		if i > 0 && file <= prev {
+			return fmt.Errorf("position of %q after %q", file, prev)
+		}
+		off, err := d.uvarint()
+		if err != nil {
+			return err
+		}
+		if off > math.MaxInt64 {
+			return fmt.Errorf("position %d of %q", off, file)
+		}
+		b.positions[file], prev = int64(off), file
 	}
 	return nil
 }

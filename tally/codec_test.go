@@ -9,6 +9,7 @@ import (
 	"github.com/logtally/logtally/internal/golden"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -104,6 +105,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			b.Reset()
 			randomBatch(rng, b, lines)
 			b.SetPosition("file", 123)
+			b.SetPosition("another", 7)
 			b.SetWindowStart(codecT0 - 600)
 			enc, err := b.MarshalBinary()
 			if err != nil {
@@ -114,8 +116,8 @@ func TestBatchRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameShipment(t, &got, b)
-			if len(got.Positions()) != 0 {
-				t.Errorf("positions shipped: %v", got.Positions())
+			if !maps.Equal(got.Positions(), b.Positions()) {
+				t.Errorf("positions shipped: %v, want %v", got.Positions(), b.Positions())
 			}
 			if used := len(got.Paths()); used > 40 {
 				t.Errorf("%d paths encoded, want only the %s used (at most 40)", used, "paths")
@@ -199,7 +201,8 @@ func TestBatchDecodeErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "truncated"},
-		{"future version", append([]byte{2}, enc[1:]...), "version 2"},
+		{"future version", append([]byte{3}, enc[1:]...), "version 3"},
+		{"positions out of order", append(slices.Clone(enc[:len(enc)-1]), 2, 1, 'b', 1, 1, 'a', 2), `position of "a" after "b"`},
 		{"bad site", badSite, `site "Shop Floor"`},
 		{"trailing byte", append(slices.Clone(enc), 0), "after the batch"},
 		{"huge count", []byte{1, 7, 'd', 'e', 'f', 'a', 'u', 'l', 't', 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, "larger than the input"},
@@ -249,15 +252,40 @@ func goldenBatch() *Batch {
 	return b
 }
 
+// goldenPositions are the read positions of the golden batch, as encoded
+// from version 2 on.
+func goldenPositions(b *Batch) *Batch {
+	b.SetPosition("fp:0123456789abcdef01234567", 4096)
+	b.SetPosition("fp:89abcdef0123456789abcdef", 1<<40)
+	return b
+}
+
 // TestBatchEncodingGolden pins the layout: a change to it must come with a
 // new encoding version, since encoded batches wait in outboxes across
 // upgrades.
 func TestBatchEncodingGolden(t *testing.T) {
-	enc, err := goldenBatch().MarshalBinary()
+	enc, err := goldenPositions(goldenBatch()).MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, filepath.Join("testdata", "batch.golden"), []byte(hex.Dump(enc)), *updateGolden)
+}
+
+// TestBatchEncodingVersion1 decodes a batch encoded by the version before
+// read positions were shipped, as an outbox may hold after an upgrade.
+func TestBatchEncodingVersion1(t *testing.T) {
+	v1, err := os.ReadFile(filepath.Join("testdata", "batch-v1.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Batch
+	if err := got.UnmarshalBinary(v1); err != nil {
+		t.Fatal(err)
+	}
+	sameShipment(t, &got, goldenBatch())
+	if len(got.Positions()) != 0 {
+		t.Errorf("positions of a version 1 batch: %v", got.Positions())
+	}
 }
 
 // FuzzUnmarshalBatch feeds the decoder arbitrary bytes, seeded with real
@@ -266,6 +294,9 @@ func TestBatchEncodingGolden(t *testing.T) {
 func FuzzUnmarshalBatch(f *testing.F) {
 	if b, err := goldenBatch().MarshalBinary(); err == nil {
 		f.Add(b)
+	}
+	if v1, err := os.ReadFile(filepath.Join("testdata", "batch-v1.bin")); err == nil {
+		f.Add(v1)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 3, 50} {
