@@ -12,6 +12,7 @@
 package logtally
 
 import (
+	"crypto/sha256"
 	"errors"
 	"time"
 )
@@ -95,6 +96,20 @@ type OutboxEntry struct {
 	Seq       uint64    // its number: one more than the batch committed before it
 	Committed time.Time // when it was committed
 	Batch     []byte    // the batch's encoding (Batch.MarshalBinary); the entry's own copy
+}
+
+// EntrySum is a checksum of an outbox entry: the first 16 bytes of the
+// SHA-256 of its batch's encoding. The fleet keeps the sum of each node's
+// last batch applied, and each batch names its predecessor's, so that a
+// node whose database holds another batch under a number than the one the
+// fleet applied (restored from a backup, copied to another machine) is
+// told apart from one that only missed an acknowledgement.
+type EntrySum [16]byte
+
+// Sum returns the entry's checksum.
+func (e OutboxEntry) Sum() EntrySum {
+	h := sha256.Sum256(e.Batch)
+	return EntrySum(h[:16])
 }
 
 // OutboxStats is how much waits in a node's outbox.

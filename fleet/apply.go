@@ -4,67 +4,113 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/tally"
 )
 
-// Apply adds batch seq of node to the fleet's counts, exactly once: in one
-// transaction it locks the node's cursor, checks seq against it, adds the
-// batch and moves the cursor to seq.
+// Entry is one outbox entry as the fleet applies it: its number, its
+// checksum and the checksum of the entry before it (zero for the first),
+// and its batch.
+type Entry struct {
+	Seq         uint64
+	Sum, Parent logtally.EntrySum
+	Batch       *tally.Batch
+}
+
+// Apply adds entry e of node to the fleet's counts, exactly once: in one
+// transaction it locks the node's cursor, checks e against it, adds the
+// batch, moves the cursor to e (its number and checksum) and records the
+// read positions the batch ends at.
 //
-// A seq at or below the cursor was applied before: Apply changes nothing
-// and returns false, nil, and the caller treats the batch as shipped. A seq
-// beyond the cursor's next is a gap: Apply returns an error wrapping ErrGap.
-// Any other error leaves the database as it was, and the same batch may be
-// sent again: it may have been applied if the error came after COMMIT was
-// sent, which the cursor then tells.
+// An entry at or below the cursor was applied before: Apply changes
+// nothing and returns false, nil, and the caller treats the batch as
+// shipped. One beyond the cursor's next is a gap: Apply returns an error
+// wrapping ErrGap. The cursor's own entry must have the cursor's checksum,
+// and the next must name it as its parent; otherwise the node's database is
+// not the one that shipped the cursor's batch (ErrBehind). Any other error
+// leaves the database as it was, and the same entry may be sent again: it
+// may have been applied if the error came after COMMIT was sent, which the
+// cursor then tells. The node must be registered (Register).
 //
 // The batch is sent as a few statements over arrays, in one round trip, so
 // a 50,000-line batch costs about as many round trips as a small one.
-// Apply does not change b.
-func (s *Store) Apply(ctx context.Context, node string, seq uint64, b *tally.Batch) (applied bool, err error) {
-	if node == "" {
+// Apply does not change the batch.
+func (s *Store) Apply(ctx context.Context, node Ident, e Entry) (applied bool, err error) {
+	if node.Name == "" {
 		return false, errors.New("fleet: apply: no node name")
 	}
-	if seq == 0 || seq > math.MaxInt64 {
-		return false, fmt.Errorf("fleet: apply: batch number %d out of range", seq)
+	if e.Seq == 0 || e.Seq > math.MaxInt64 {
+		return false, fmt.Errorf("fleet: apply: batch number %d out of range", e.Seq)
 	}
-	// A node's outbox numbers the batches of all its sites in one
-	// sequence, so its one cursor is kept under DefaultSite; the counts go
-	// to the batch's own site.
-	site, cursorSite := b.Site(), logtally.DefaultSite
-	p := s.prepare(b, s.Now())
-
+	p := s.prepare(e.Batch, s.Now())
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: %w", node, seq, err)
+		return false, fmt.Errorf("fleet: apply %s/%d: %w", node.Name, e.Seq, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-
-	cur := &pgx.Batch{}
-	cur.Queue("INSERT INTO logtally.cursors (site, node, last_seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING", cursorSite, node)
-	var last int64
-	cur.Queue("SELECT last_seq FROM logtally.cursors WHERE site = $1 AND node = $2 FOR UPDATE", cursorSite, node).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
-	if err := tx.SendBatch(ctx, cur).Close(); err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: cursor: %w", node, seq, err)
+	if fresh, err := lockCursor(ctx, tx, node, e); err != nil || !fresh {
+		return false, err
 	}
-	switch {
-	case int64(seq) <= last:
-		return false, nil
-	case int64(seq) > last+1:
-		return false, fmt.Errorf("fleet: apply %s/%d: cursor at %d: %w", node, seq, last, ErrGap)
-	}
-	if err := tx.SendBatch(ctx, p.statements(site, node, int64(seq))).Close(); err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: %w", node, seq, err)
+	q := p.statements(e.Batch.Site(), node.Name)
+	moveCursor(q, node, e)
+	if err := tx.SendBatch(ctx, q).Close(); err != nil {
+		return false, fmt.Errorf("fleet: apply %s/%d: %w", node.Name, e.Seq, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: commit: %w", node, seq, err)
+		return false, fmt.Errorf("fleet: apply %s/%d: commit: %w", node.Name, e.Seq, err)
 	}
 	return true, nil
+}
+
+// lockCursor locks node's cursor in tx and checks e against it: it
+// reports whether e is the next entry to apply, false for one applied
+// before, and an error for a gap or another database's entry.
+func lockCursor(ctx context.Context, tx pgx.Tx, node Ident, e Entry) (fresh bool, err error) {
+	var last int64
+	var sum []byte
+	err = tx.QueryRow(ctx, "SELECT last_seq, last_sum FROM logtally.nodes WHERE id = $1 FOR UPDATE", node.ID).Scan(&last, &sum)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("fleet: apply %s/%d: the node is not registered", node.Name, e.Seq)
+	}
+	if err != nil {
+		return false, fmt.Errorf("fleet: apply %s/%d: cursor: %w", node.Name, e.Seq, err)
+	}
+	known := len(sum) == len(e.Sum)
+	switch seq := int64(e.Seq); {
+	case seq == last && known && string(sum) != string(e.Sum[:]):
+		return false, fmt.Errorf("fleet: apply %s/%d: the fleet applied another batch under this number: %w", node.Name, e.Seq, ErrBehind)
+	case seq <= last:
+		return false, nil
+	case seq > last+1:
+		return false, fmt.Errorf("fleet: apply %s/%d: cursor at %d: %w", node.Name, e.Seq, last, ErrGap)
+	case known && string(sum) != string(e.Parent[:]):
+		return false, fmt.Errorf("fleet: apply %s/%d: it follows another batch than the fleet's %d: %w", node.Name, e.Seq, last, ErrBehind)
+	}
+	return true, nil
+}
+
+// moveCursor queues the statements that move node's cursor to e and record
+// the read positions e's batch ends at.
+func moveCursor(q *pgx.Batch, node Ident, e Entry) {
+	q.Queue("UPDATE logtally.nodes SET last_seq = $2, last_sum = $3, seen_at = now() WHERE id = $1",
+		node.ID, int64(e.Seq), e.Sum[:])
+	pos := e.Batch.Positions()
+	if len(pos) == 0 {
+		return
+	}
+	files := slices.Sorted(maps.Keys(pos))
+	offsets := make([]int64, len(files))
+	for i, f := range files {
+		offsets[i] = pos[f]
+	}
+	q.Queue(`INSERT INTO logtally.node_positions AS t (node, file, position)
+		SELECT $1, u.* FROM unnest($2::text[], $3::int8[]) AS u
+		ON CONFLICT (node, file) DO UPDATE SET position = EXCLUDED.position`, node.ID, files, offsets)
 }
 
 // Statements, in the order Apply runs them. Per-node rows first, then the
@@ -107,8 +153,6 @@ const (
 	upsertPaths = `INSERT INTO logtally.%[1]s AS t (site, %[2]s, path, pageviews)
 	SELECT $1, u.* FROM unnest($2::%[3]s[], $3::text[], $4::int8[]) AS u
 	ON CONFLICT (site, %[2]s, path) DO UPDATE SET pageviews = t.pageviews + EXCLUDED.pageviews`
-
-	moveCursor = `UPDATE logtally.cursors SET last_seq = $3, updated_at = now() WHERE site = $1 AND node = $2`
 )
 
 var (
@@ -123,9 +167,9 @@ var (
 	upsertDayPaths      = fmt.Sprintf(upsertPaths, "day_paths", "day", "date")
 )
 
-// statements returns the batch of statements that adds p and moves the
-// cursor to seq. Empty tables are skipped.
-func (p *payload) statements(site, node string, seq int64) *pgx.Batch {
+// statements returns the batch of statements that adds p to site's counts,
+// node's rows where counts are kept per node. Empty tables are skipped.
+func (p *payload) statements(site, node string) *pgx.Batch {
 	q := &pgx.Batch{}
 	counts := func(sql string, r *countRows) {
 		if len(r.keys) == 0 {
@@ -159,6 +203,5 @@ func (p *payload) statements(site, node string, seq int64) *pgx.Batch {
 			q.Queue(v.sql, site, v.rows.keys, v.rows.paths, v.rows.views)
 		}
 	}
-	q.Queue(moveCursor, logtally.DefaultSite, node, seq) // the node's one cursor: see Apply
 	return q
 }

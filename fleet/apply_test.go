@@ -93,7 +93,7 @@ func applyAll(t *testing.T, stores []*Store, w *workload) {
 	for n, bs := range w.batches {
 		wg.Go(func() {
 			for i, b := range bs {
-				applied, err := stores[n].Apply(ctx, nodeName(n), uint64(i+1), b)
+				applied, err := apply(ctx, stores[n], nodeName(n), uint64(i+1), b)
 				if err == nil && !applied {
 					err = fmt.Errorf("batch %d not applied", i+1)
 				}
@@ -384,38 +384,38 @@ func TestApplyDuplicateAndGap(t *testing.T) {
 	s := open(t, pgtest.Database(t), "a", time.Unix(t0+3600, 0))
 	w := generate(rand.New(rand.NewPCG(1, 1)), 2, 3, 50)
 	for i, b := range w.batches[0][:2] {
-		if applied, err := s.Apply(ctx, "a", uint64(i+1), b); !applied || err != nil {
+		if applied, err := apply(ctx, s, "a", uint64(i+1), b); !applied || err != nil {
 			t.Fatalf("Apply a/%d = %v, %v", i+1, applied, err)
 		}
 	}
 	before := snapshotTables(t, s)
 	for _, seq := range []uint64{1, 2} {
-		if applied, err := s.Apply(ctx, "a", seq, w.batches[0][seq-1]); applied || err != nil {
+		if applied, err := apply(ctx, s, "a", seq, w.batches[0][seq-1]); applied || err != nil {
 			t.Errorf("Apply a/%d again = %v, %v; want false, nil", seq, applied, err)
 		}
 	}
-	if _, err := s.Apply(ctx, "a", 4, w.batches[0][2]); !errors.Is(err, ErrGap) {
+	if _, err := apply(ctx, s, "a", 4, w.batches[0][2]); !errors.Is(err, ErrGap) {
 		t.Errorf("Apply a/4 after 2 = %v, want ErrGap", err)
 	}
-	if _, err := s.Apply(ctx, "b", 2, w.batches[1][1]); !errors.Is(err, ErrGap) {
+	if _, err := apply(ctx, s, "b", 2, w.batches[1][1]); !errors.Is(err, ErrGap) {
 		t.Errorf("Apply b/2 first = %v, want ErrGap", err)
 	}
-	if _, err := s.Apply(ctx, "a", 0, w.batches[0][2]); err == nil || errors.Is(err, ErrGap) {
+	if _, err := apply(ctx, s, "a", 0, w.batches[0][2]); err == nil || errors.Is(err, ErrGap) {
 		t.Errorf("Apply a/0 = %v, want an argument error", err)
 	}
 	if after := snapshotTables(t, s); !maps.Equal(after, before) {
 		t.Errorf("duplicates and gaps changed the tables: %v, before %v", after, before)
 	}
-	if last, err := s.LastSeq(ctx, logtally.DefaultSite, "a"); last != 2 || err != nil {
+	if last, err := s.LastSeq(ctx, "a"); last != 2 || err != nil {
 		t.Errorf("LastSeq a = %d, %v; want 2", last, err)
 	}
-	if last, err := s.LastSeq(ctx, logtally.DefaultSite, "b"); last != 0 || err != nil {
+	if last, err := s.LastSeq(ctx, "b"); last != 0 || err != nil {
 		t.Errorf("LastSeq b = %d, %v; want 0", last, err)
 	}
-	if applied, err := s.Apply(ctx, "a", 3, w.batches[0][2]); !applied || err != nil {
+	if applied, err := apply(ctx, s, "a", 3, w.batches[0][2]); !applied || err != nil {
 		t.Errorf("Apply a/3 = %v, %v", applied, err)
 	}
-	if applied, err := s.Apply(ctx, "b", 1, w.batches[1][0]); !applied || err != nil {
+	if applied, err := apply(ctx, s, "b", 1, w.batches[1][0]); !applied || err != nil {
 		t.Errorf("Apply b/1 = %v, %v", applied, err)
 	}
 	// Node a shipped its three batches, node b its first.

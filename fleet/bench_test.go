@@ -80,7 +80,7 @@ func BenchmarkApply(b *testing.B) {
 					var wg sync.WaitGroup
 					for n := range nodes {
 						wg.Go(func() {
-							if _, err := stores[n].Apply(ctx, nodeName(n), uint64(i+1), batches[n]); err != nil {
+							if _, err := apply(ctx, stores[n], nodeName(n), uint64(i+1), batches[n]); err != nil {
 								b.Error(err)
 							}
 						})
@@ -108,7 +108,7 @@ func BenchmarkWindow(b *testing.B) {
 	for n := range 3 {
 		src := &benchSource{rng: rand.New(rand.NewPCG(uint64(n), 2)), rate: rate, t0: now.Unix() - 599}
 		for i := range 60 {
-			if _, err := s.Apply(ctx, nodeName(n), uint64(i+1), src.batch(rate*10)); err != nil {
+			if _, err := apply(ctx, s, nodeName(n), uint64(i+1), src.batch(rate*10)); err != nil {
 				b.Fatal(err)
 			}
 		}

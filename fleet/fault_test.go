@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
 	"github.com/logtally/logtally/tally"
 )
@@ -81,7 +80,7 @@ func (sh *shipper) run(ctx context.Context) error {
 	for i, b := range sh.batches {
 		seq := uint64(i + 1)
 		for {
-			applied, err := sh.s.Apply(ctx, sh.node, seq, b)
+			applied, err := apply(ctx, sh.s, sh.node, seq, b)
 			if err == nil {
 				sh.progress.add(1, 0, btoi(!applied))
 				break
@@ -152,7 +151,7 @@ func checkShipped(t *testing.T, s *Store, w *workload) {
 	t.Helper()
 	checkAgainstTruth(t, s, w.lines)
 	for n, bs := range w.batches {
-		if last, err := s.LastSeq(testContext(t), logtally.DefaultSite, nodeName(n)); err != nil || last != uint64(len(bs)) {
+		if last, err := s.LastSeq(testContext(t), nodeName(n)); err != nil || last != uint64(len(bs)) {
 			t.Errorf("cursor of %s = %d, %v; want %d", nodeName(n), last, err, len(bs))
 		}
 	}
@@ -290,13 +289,13 @@ func TestApplyLostCommitReplyIsDuplicate(t *testing.T) {
 		if i == 1 || i == 3 {
 			lost++
 			proxy.LoseCommitReplies(1)
-			if applied, err := s.Apply(ctx, node, seq, b); err == nil {
+			if applied, err := apply(ctx, s, node, seq, b); err == nil {
 				t.Fatalf("Apply %d with its reply lost = %v, nil; want an error", seq, applied)
 			}
 			// The retry waits for the cursor's lock, which the lost
 			// transaction holds until its COMMIT is done: it then finds the
 			// batch applied.
-			if applied, err := s.Apply(ctx, node, seq, b); applied || err != nil {
+			if applied, err := apply(ctx, s, node, seq, b); applied || err != nil {
 				t.Fatalf("Apply %d again = %v, %v; want false, nil (a duplicate)", seq, applied, err)
 			}
 			// The proxy counts the reply lost once it has read it all,
@@ -306,7 +305,7 @@ func TestApplyLostCommitReplyIsDuplicate(t *testing.T) {
 			}
 			continue
 		}
-		if applied, err := s.Apply(ctx, node, seq, b); !applied || err != nil {
+		if applied, err := apply(ctx, s, node, seq, b); !applied || err != nil {
 			t.Fatalf("Apply %d = %v, %v", seq, applied, err)
 		}
 	}
@@ -327,13 +326,13 @@ func TestApplyAcknowledgementLostByCaller(t *testing.T) {
 	w := generate(rand.New(rand.NewPCG(41, 42)), 1, 3, 300)
 	s := open(t, url, node, time.Unix(t0+3600, 0))
 	for i, b := range w.batches[0] {
-		if applied, err := s.Apply(ctx, node, uint64(i+1), b); !applied || err != nil {
+		if applied, err := apply(ctx, s, node, uint64(i+1), b); !applied || err != nil {
 			t.Fatalf("Apply %d = %v, %v", i+1, applied, err)
 		}
 	}
 	// A new process of the same node, whose outbox still holds batch 3.
 	again := open(t, url, node, time.Unix(t0+3600, 0))
-	if applied, err := again.Apply(ctx, node, 3, w.batches[0][2]); applied || err != nil {
+	if applied, err := apply(ctx, again, node, 3, w.batches[0][2]); applied || err != nil {
 		t.Errorf("Apply 3 again = %v, %v; want false, nil", applied, err)
 	}
 	checkShipped(t, again, w)

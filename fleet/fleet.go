@@ -91,6 +91,11 @@ type Config struct {
 	// approximate.
 	VisitorSpan time.Duration
 
+	// TakeOver lets this node's database take the place of the one
+	// registered under Node (a database replacing a lost one): it takes
+	// that one's identity, cursor and read positions (see Node.Check).
+	TakeOver bool
+
 	// Site is the site the fleet's answers are for: logtally.DefaultSite,
 	// or with sites counted apart logtally.AllSites. The program sets it;
 	// every site's batches are shipped either way.
@@ -131,6 +136,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.URL, "fleet", "", "PostgreSQL `URL` of the fleet database: count the whole fleet there (default: off)")
 	fs.StringVar(&c.Node, "node", d.Node, "this node's `name` in the fleet: unique, and the same across restarts")
 	fs.DurationVar(&c.Refresh, "fleet-refresh", d.Refresh, "shortest time between two reads of the fleet's live counts")
+	fs.BoolVar(&c.TakeOver, "fleet-take-over", false,
+		"this database replaces the one that shipped as --node (lost, or restored from a backup): take its place and read positions")
 	fs.IntVar(&c.MaxOutbox, "fleet-max-outbox", d.MaxOutbox,
 		"most commits waiting to be shipped while the fleet database is unreachable; past it, reading pauses")
 }
@@ -393,17 +400,16 @@ func (s *Store) Config() Config { return s.cfg }
 // Close closes the store's connections.
 func (s *Store) Close() { s.pool.Close() }
 
-// LastSeq returns the number of the last batch of node applied for site, 0
-// if none: where a node resumes shipping, and how it tells which outbox
-// entries were applied although it never heard so.
-func (s *Store) LastSeq(ctx context.Context, site, node string) (uint64, error) {
+// LastSeq returns the number of the last batch applied of the node
+// called name, 0 if none: how far the node has shipped.
+func (s *Store) LastSeq(ctx context.Context, name string) (uint64, error) {
 	var last int64
-	err := s.pool.QueryRow(ctx, "SELECT last_seq FROM logtally.cursors WHERE site = $1 AND node = $2", site, node).Scan(&last)
+	err := s.pool.QueryRow(ctx, "SELECT last_seq FROM logtally.nodes WHERE name = $1", name).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("fleet: cursor of %s: %w", node, err)
+		return 0, fmt.Errorf("fleet: cursor of %s: %w", name, err)
 	}
 	return uint64(last), nil
 }

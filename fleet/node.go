@@ -18,8 +18,19 @@ import (
 type Outbox interface {
 	// Next returns the entry with the smallest number above after.
 	Next(after uint64) (logtally.OutboxEntry, bool, error)
-	// Delete deletes the entries numbered up to through.
-	Delete(through uint64) (int, error)
+	// Delete deletes the entries numbered up to through, and keeps through
+	// and its checksum as the last acknowledged.
+	Delete(through uint64, sum logtally.EntrySum) (int, error)
+	// Acked returns the last entry acknowledged and its checksum.
+	Acked() (uint64, logtally.EntrySum, bool, error)
+	// Rebase drops every entry, numbers the next seq+1, keeps seq and sum
+	// as the last acknowledged and moves the read positions of the files
+	// given.
+	Rebase(seq uint64, sum logtally.EntrySum, positions map[string]int64) (int, error)
+	// NodeID returns the database's identity in the fleet, made on first
+	// use; SetNodeID replaces it.
+	NodeID() ([16]byte, error)
+	SetNodeID([16]byte) error
 	Stats() (logtally.OutboxStats, error)
 	// Written receives a value after a commit adds an entry.
 	Written() <-chan struct{}
@@ -36,11 +47,6 @@ const (
 )
 
 var (
-	// ErrNodeReused means the fleet holds batches of this node's name
-	// numbered beyond any this node has committed: another node uses the
-	// name, or this node's database was replaced. Its batches would be
-	// taken for duplicates and dropped, so shipping stops.
-	ErrNodeReused = errors.New("node name already used by another node's batches")
 	// ErrSaltChanged means the fleet database's salt is not the one this
 	// node hashed its visitors with (the fleet database was created anew
 	// since): its batches cannot be counted there, so shipping stops.
@@ -76,6 +82,7 @@ type Node struct {
 	log    *slog.Logger
 	now    func() time.Time
 
+	ident     Ident // the database's identity (see Check) and the node's name
 	store     atomic.Pointer[Store]
 	refresher atomic.Pointer[Refresher]
 	reached   chan struct{} // closed when refresher is set: see Published
@@ -132,6 +139,10 @@ func (n *Node) Start(ctx context.Context) {
 }
 
 func (n *Node) run(ctx context.Context) {
+	if err := n.loadIdent(); err != nil {
+		n.stop(err)
+		return
+	}
 	st := n.store.Load()
 	if st == nil {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
 	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/storage"
@@ -116,7 +117,7 @@ func TestNodeResync(t *testing.T) {
 	applyDirect := func(t *testing.T, url, node string, n int, w *workload) {
 		s := open(t, url, node, time.Unix(t0+3600, 0))
 		for i, b := range w.batches[0][:n] {
-			if _, err := s.Apply(testContext(t), node, uint64(i+1), b); err != nil {
+			if _, err := apply(testContext(t), s, node, uint64(i+1), b); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -128,6 +129,7 @@ func TestNodeResync(t *testing.T) {
 		local := localStore(t)
 		fill(t, local, w)
 		applyDirect(t, url, nodeName(0), 3, w)
+		local.Outbox().SetNodeID(testIdent(nodeName(0)).ID) // the database that shipped them
 		n := startNode(t, url, nodeName(0), local)
 		poll.Until(t, "shipping", func() bool { return shippedAll(n, 4) })
 		if st := n.Stats(); st.Duplicates != 3 || st.Applied != 1 {
@@ -141,22 +143,32 @@ func TestNodeResync(t *testing.T) {
 			t.Errorf("stats = %+v, want %v and nothing applied", st, want)
 		}
 	}
-	t.Run("gap", func(t *testing.T) {
+	t.Run("fleet database behind", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.Database(t)
 		local := localStore(t)
 		fill(t, local, work())
-		local.Outbox().Delete(2) // lost from the fleet database after it acknowledged them
-		stopped(t, startNode(t, url, "a", local), ErrGap)
+		local.Outbox().Delete(2, logtally.EntrySum{}) // lost from the fleet database after it acknowledged them
+		stopped(t, startNode(t, url, "a", local), ErrFleetBehind)
 	})
-	t.Run("name reused", func(t *testing.T) {
+	t.Run("name taken", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.Database(t)
 		w := work()
 		applyDirect(t, url, "a", 4, w)
-		local := localStore(t)
+		local := localStore(t) // another database, under the same name
 		local.Commit(w.batches[0][0])
-		stopped(t, startNode(t, url, "a", local), ErrNodeReused)
+		stopped(t, startNode(t, url, "a", local), ErrNameTaken)
+	})
+	t.Run("database behind", func(t *testing.T) {
+		t.Parallel()
+		url := pgtest.Database(t)
+		w := work()
+		applyDirect(t, url, "a", 4, w)
+		local := localStore(t) // the database that shipped them, as a backup made after its first batch
+		local.Outbox().SetNodeID(testIdent("a").ID)
+		local.Commit(w.batches[0][0])
+		stopped(t, startNode(t, url, "a", local), ErrBehind)
 	})
 	t.Run("salt changed", func(t *testing.T) {
 		t.Parallel()
@@ -250,5 +262,34 @@ func TestNodePublishedBeforeConnecting(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no View told before the test's deadline")
 		}
+	}
+}
+
+// TestCheckRefusesASecondDatabaseUnderOneName starts two nodes with one
+// name and two databases at once: whatever the timing, one registers and
+// the other is refused, rather than both shipping batches that the fleet
+// takes for each other's duplicates.
+func TestCheckRefusesASecondDatabaseUnderOneName(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		n := NewNode(Config{URL: url, Node: "same"}, localStore(t).Outbox(), discard(), nil)
+		t.Cleanup(n.Close)
+		wg.Go(func() { errs[i] = n.Check(testContext(t), true) })
+	}
+	wg.Wait()
+	refused := 0
+	for _, err := range errs {
+		switch {
+		case errors.Is(err, ErrNameTaken):
+			refused++
+		case err != nil:
+			t.Errorf("Check = %v", err)
+		}
+	}
+	if refused != 1 {
+		t.Errorf("Check = %v; want one node refused with ErrNameTaken", errs)
 	}
 }

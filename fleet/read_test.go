@@ -18,7 +18,7 @@ func applySerial(t *testing.T, s *Store, w *workload) {
 	ctx := testContext(t)
 	for n, bs := range w.batches {
 		for i, b := range bs {
-			if applied, err := s.Apply(ctx, nodeName(n), uint64(i+1), b); !applied || err != nil {
+			if applied, err := apply(ctx, s, nodeName(n), uint64(i+1), b); !applied || err != nil {
 				t.Fatalf("Apply %s/%d = %v, %v", nodeName(n), i+1, applied, err)
 			}
 		}

@@ -11,11 +11,13 @@ import (
 
 // shipment is the state of a Node's shipping to one Store.
 type shipment struct {
-	n       *Node
-	st      *Store
-	acked   uint64 // the last entry the fleet acknowledged
-	deleted uint64 // entries up to this are deleted from the outbox
-	failing bool   // the last attempt failed
+	n        *Node
+	st       *Store
+	node     Ident             // as registered
+	acked    uint64            // the last entry the fleet acknowledged
+	ackedSum logtally.EntrySum // its checksum: the parent of the next
+	deleted  uint64            // entries up to this are deleted from the outbox
+	failing  bool              // the last attempt failed
 }
 
 // ship sends the outbox to st in number order, one transaction per batch,
@@ -41,7 +43,8 @@ func (n *Node) ship(ctx context.Context, st *Store) {
 			backoff = minBackoff
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, ErrGap) || errors.Is(err, ErrNodeReused) || errors.Is(err, tally.ErrBadBatch):
+		case errors.Is(err, ErrGap) || errors.Is(err, tally.ErrBadBatch) ||
+			errors.Is(err, ErrNameTaken) || errors.Is(err, ErrBehind) || errors.Is(err, ErrFleetBehind):
 			n.stop(err)
 			return
 		default:
@@ -53,45 +56,31 @@ func (n *Node) ship(ctx context.Context, st *Store) {
 	}
 }
 
-// resync reads the node's cursor and checks it against the outbox: entries
-// at or below it were applied although their acknowledgement was lost
-// (a crash, a lost reply), and are deleted; the first entry must be the
-// cursor's next.
+// resync registers the node and checks its cursor against the outbox
+// (see Node.verify): entries at or below it were applied although their
+// acknowledgement was lost (a crash, a lost reply), and are deleted; the
+// first entry must be the cursor's next.
 func (sh *shipment) resync(ctx context.Context) error {
 	n := sh.n
 	qctx, cancel := context.WithTimeout(ctx, applyTimeout)
-	cursor, err := sh.st.LastSeq(qctx, logtally.DefaultSite, n.cfg.Node)
+	node, c, err := sh.st.Register(qctx, n.ident, false)
 	cancel()
 	if err != nil {
 		return err
 	}
-	stats, err := n.outbox.Stats()
-	if err != nil {
+	if err := n.verify(c); err != nil {
+		if errors.Is(err, ErrBehind) {
+			err = fmt.Errorf("%w; restart logtally while the fleet database is reachable: it then takes the fleet's read positions", err)
+		}
 		return err
 	}
-	if stats.LastSeq < cursor {
-		return fmt.Errorf("fleet: the fleet holds batches of node %q up to %d, and this node has committed %d: %w; give this node a new --node",
-			n.cfg.Node, cursor, stats.LastSeq, ErrNodeReused)
-	}
-	first, ok, err := n.outbox.Next(0)
-	if err != nil {
-		return err
-	}
-	next := stats.LastSeq + 1
-	if ok {
-		next = first.Seq
-	}
-	if next > cursor+1 {
-		return fmt.Errorf("fleet: node %q's cursor is at %d and its next batch is %d: batches %d to %d are missing from the fleet database: %w",
-			n.cfg.Node, cursor, next, cursor+1, next-1, ErrGap)
-	}
-	dups, err := n.outbox.Delete(cursor)
+	dups, err := n.outbox.Delete(c.Seq, c.Sum)
 	if err != nil {
 		return err
 	}
 	n.status.duplicates.Add(int64(dups))
-	sh.acked, sh.deleted = cursor, cursor
-	n.status.acked.Store(cursor)
+	sh.node, sh.acked, sh.ackedSum, sh.deleted = node, c.Seq, c.Sum, c.Seq
+	n.status.acked.Store(c.Seq)
 	sh.recovered()
 	return nil
 }
@@ -121,13 +110,14 @@ func (sh *shipment) next(ctx context.Context) error {
 	if err := b.UnmarshalBinary(e.Batch); err != nil {
 		return fmt.Errorf("fleet: outbox entry %d: %w", e.Seq, err)
 	}
+	sum := e.Sum()
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
-	applied, err := sh.st.Apply(actx, n.cfg.Node, e.Seq, &b)
+	applied, err := sh.st.Apply(actx, sh.node, Entry{Seq: e.Seq, Sum: sum, Parent: sh.ackedSum, Batch: &b})
 	cancel()
 	if err != nil {
 		return err
 	}
-	sh.acked = e.Seq
+	sh.acked, sh.ackedSum = e.Seq, sum
 	n.status.acked.Store(e.Seq)
 	if applied {
 		n.status.applied.Add(1)
@@ -146,7 +136,7 @@ func (sh *shipment) flush() error {
 	if sh.deleted >= sh.acked {
 		return nil
 	}
-	if _, err := sh.n.outbox.Delete(sh.acked); err != nil {
+	if _, err := sh.n.outbox.Delete(sh.acked, sh.ackedSum); err != nil {
 		return err
 	}
 	sh.deleted = sh.acked

@@ -27,14 +27,14 @@ func TestApplySeveralSites(t *testing.T) {
 	seq := []*tally.Batch{batch("blog.example.org", 5), batch(logtally.AllSites, 5), batch("shop.example.org", 7),
 		batch(logtally.AllSites, 7), batch("blog.example.org", 2), batch(logtally.AllSites, 2)}
 	for i, b := range seq {
-		if applied, err := s.Apply(ctx, "a", uint64(i+1), b); !applied || err != nil {
+		if applied, err := apply(ctx, s, "a", uint64(i+1), b); !applied || err != nil {
 			t.Fatalf("Apply %d (%s) = %v, %v", i+1, b.Site(), applied, err)
 		}
 	}
-	if applied, err := s.Apply(ctx, "a", 6, seq[5]); applied || err != nil {
+	if applied, err := apply(ctx, s, "a", 6, seq[5]); applied || err != nil {
 		t.Errorf("Apply 6 again = %v, %v; want false, nil", applied, err)
 	}
-	if _, err := s.Apply(ctx, "a", 8, seq[0]); err == nil {
+	if _, err := apply(ctx, s, "a", 8, seq[0]); err == nil {
 		t.Errorf("Apply 8 after 6: no error, want ErrGap")
 	}
 	from, to := time.Unix(t0-3600, 0), time.Unix(t0+3600, 0)

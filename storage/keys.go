@@ -20,6 +20,10 @@ import (
 //	                                days, 3 x uint64 seconds (0: forever)
 //	meta/fleet-salt                 uint64 the fleet's visitor-hash salt, once
 //	                                known (see outbox.go)
+//	meta/fleet-node                 16 bytes: this database's identity in the
+//	                                fleet, made at its first start in fleet mode
+//	meta/fleet-acked                uint64 seq, 16-byte sum: the last outbox
+//	                                entry the fleet acknowledged (see outbox.go)
 //	positions/<file id>             uint64 offset after the last committed line
 //	positions/stream:<path>         int64 unix nanoseconds: where the stream of a
 //	                                followed path starts (see StreamSince)
@@ -64,10 +68,12 @@ var (
 
 // The keys of meta and of a site's counters.
 var (
-	keySchema    = []byte("schema")
-	keySalt      = []byte("salt")
-	keyRetention = []byte("retention")  // meta: the retention in force, 3 x uint64 seconds (0: forever)
-	keyFleetSalt = []byte("fleet-salt") // meta: the fleet's visitor-hash salt
+	keySchema     = []byte("schema")
+	keySalt       = []byte("salt")
+	keyRetention  = []byte("retention")   // meta: the retention in force, 3 x uint64 seconds (0: forever)
+	keyFleetSalt  = []byte("fleet-salt")  // meta: the fleet's visitor-hash salt
+	keyFleetNode  = []byte("fleet-node")  // meta: this database's identity in the fleet
+	keyFleetAcked = []byte("fleet-acked") // meta: the last entry acknowledged, and its sum
 
 	keyFolded = []byte("folded") // counters: last day folded into all-time totals
 	keyNewest = []byte("newest") // counters: the start of the newest minute with a line, unix seconds

@@ -147,8 +147,9 @@ func (o *Outbox) Next(after uint64) (logtally.OutboxEntry, bool, error) {
 
 // Delete deletes the entries numbered up to through, in one transaction,
 // and returns how many it deleted: the shipper calls it once the fleet
-// database has them.
-func (o *Outbox) Delete(through uint64) (int, error) {
+// database has them. sum is the checksum of entry through, which the
+// database keeps as the last acknowledged (see Acked).
+func (o *Outbox) Delete(through uint64, sum logtally.EntrySum) (int, error) {
 	var n, size int64
 	err := o.s.update(func(tx *bolt.Tx) error {
 		ob := o.s.def.bucket(tx, bucketOutbox)
@@ -156,19 +157,14 @@ func (o *Outbox) Delete(through uint64) (int, error) {
 			return nil
 		}
 		var keys [][]byte
-		end := u64(through)
-		c := ob.Cursor()
-		for k, v := c.First(); k != nil && bytes.Compare(k, end) <= 0; k, v = c.Next() {
-			keys = append(keys, bytes.Clone(k))
-			size += int64(len(v))
-		}
+		keys, size = outboxKeys(ob, through)
 		for _, k := range keys {
 			if err := ob.Delete(k); err != nil {
 				return err
 			}
 		}
 		n = int64(len(keys))
-		return nil
+		return putAcked(tx, through, sum)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("outbox: delete through %d: %w", through, err)
@@ -176,6 +172,18 @@ func (o *Outbox) Delete(through uint64) (int, error) {
 	o.entries.Add(-n)
 	o.bytes.Add(-size)
 	return int(n), nil
+}
+
+// outboxKeys returns the keys of the entries numbered up to through, and
+// their values' size: to delete them after the cursor is done.
+func outboxKeys(ob *bolt.Bucket, through uint64) (keys [][]byte, size int64) {
+	end := u64(through)
+	c := ob.Cursor()
+	for k, v := c.First(); k != nil && bytes.Compare(k, end) <= 0; k, v = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+		size += int64(len(v))
+	}
+	return keys, size
 }
 
 // Stats returns how much waits in the outbox.

@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/tally"
 )
 
@@ -73,7 +74,8 @@ func TestOutboxEntryPerCommit(t *testing.T) {
 	if _, ok, err := o.Next(after); ok || err != nil {
 		t.Errorf("Next after the last = %v, %v; want none", ok, err)
 	}
-	if n, err := o.Delete(2); n != 2 || err != nil {
+	second, _, _ := o.Next(1)
+	if n, err := o.Delete(2, second.Sum()); n != 2 || err != nil {
 		t.Fatalf("Delete(2) = %d, %v", n, err)
 	}
 	s.Close()
@@ -88,6 +90,72 @@ func TestOutboxEntryPerCommit(t *testing.T) {
 	}
 	if e, ok, _ := o.Next(3); !ok || e.Seq != 4 {
 		t.Errorf("next after reopen = %d, %v; want 4", e.Seq, ok)
+	}
+	if seq, sum, ok, err := o.Acked(); seq != 2 || sum != second.Sum() || !ok || err != nil {
+		t.Errorf("Acked after reopen = %d, %x, %v, %v; want 2 and the second entry's sum", seq, sum, ok, err)
+	}
+}
+
+// TestOutboxNodeID: a database's fleet identity is made once and kept,
+// until another is set.
+func TestOutboxNodeID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := mustOpen(t, Config{Path: path, Outbox: true})
+	id, err := s.Outbox().NodeID()
+	if err != nil || id == ([16]byte{}) {
+		t.Fatalf("NodeID = %x, %v", id, err)
+	}
+	s.Close()
+	s = mustOpen(t, Config{Path: path, Outbox: true})
+	if again, err := s.Outbox().NodeID(); again != id || err != nil {
+		t.Errorf("NodeID after reopen = %x, %v; want %x", again, err, id)
+	}
+	other := [16]byte{1, 2, 3}
+	if err := s.Outbox().SetNodeID(other); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Outbox().NodeID(); got != other {
+		t.Errorf("NodeID after SetNodeID = %x, want %x", got, other)
+	}
+}
+
+// TestOutboxRebase: a database behind the fleet drops its outbox, numbers
+// on from the fleet's cursor and takes the fleet's read positions, while
+// the positions of files the fleet does not know stay.
+func TestOutboxRebase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := mustOpen(t, Config{Path: path, Outbox: true})
+	for i := range 3 {
+		b := outboxBatch(uint64(i))
+		b.SetPosition("fp:local", int64(100*(i+1)))
+		if err := s.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := logtally.EntrySum{9}
+	n, err := s.Outbox().Rebase(10, sum, map[string]int64{"fp:1": 5000})
+	if n != 3 || err != nil {
+		t.Fatalf("Rebase = %d, %v; want 3 entries dropped", n, err)
+	}
+	s.Close()
+	s = mustOpen(t, Config{Path: path, Outbox: true})
+	o := s.Outbox()
+	if st, _ := o.Stats(); st.Entries != 0 || st.LastSeq != 10 || st.Bytes != 0 {
+		t.Errorf("after Rebase: %+v, want empty at 10", st)
+	}
+	if seq, got, ok, _ := o.Acked(); seq != 10 || got != sum || !ok {
+		t.Errorf("Acked = %d, %x, %v", seq, got, ok)
+	}
+	for file, want := range map[string]int64{"fp:1": 5000, "fp:local": 300} {
+		if off, _, _ := s.Position(file); off != want {
+			t.Errorf("position of %s = %d, want %d", file, off, want)
+		}
+	}
+	if err := s.Commit(outboxBatch(7)); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok, _ := o.Next(0); !ok || e.Seq != 11 {
+		t.Errorf("first entry after Rebase = %d, %v; want 11", e.Seq, ok)
 	}
 }
 
@@ -111,7 +179,7 @@ func TestOutboxFullFailsCommit(t *testing.T) {
 	if off, _, _ := s.Position("fp:1"); off != 300 {
 		t.Fatalf("position = %d", off)
 	}
-	if _, err := s.Outbox().Delete(1); err != nil {
+	if _, err := s.Outbox().Delete(1, logtally.EntrySum{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Commit(b); err != nil {

@@ -59,7 +59,13 @@ func (r *runCmd) salt(ctx context.Context, store *storage.Store) (uint64, error)
 		cfg.Site = logtally.AllSites
 	}
 	r.node = fleet.NewNode(cfg, store.Outbox(), r.proc.Logger, r.proc.Now)
-	return r.node.Salt(ctx)
+	salt, err := r.node.Salt(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// Before any line is read: a name held by another database is refused,
+	// and a database behind the fleet takes the fleet's read positions.
+	return salt, r.node.Check(ctx, false)
 }
 
 // apiFleet is what the API answers for the fleet from; nil without --fleet.
