@@ -28,10 +28,15 @@ type Fleet struct {
 	// fleet database is reached, its channel is closed when it is (see
 	// fleet.Node.Published), so that the first View is told like any other.
 	Published func() <-chan struct{}
+	// Why, if not nil, says in a sentence safe to publish why the fleet's
+	// counts are not known (the node's state: not reached yet, shipping
+	// stopped and on what), for the 503 before the first View.
+	Why func() string
 }
 
 const (
 	errNoView      = "the fleet's counts have not been read yet (the fleet database has not answered since start); ?scope=node answers for this node"
+	errNoViewWhy   = "the fleet's counts have not been read yet (%s); ?scope=node answers for this node"
 	errUnavailable = "the fleet database did not answer; ?scope=node answers for this node"
 )
 
@@ -47,7 +52,7 @@ type fleetSource struct {
 func (f *fleetSource) live() (*rendered, error) {
 	v := f.fleet.View()
 	if v == nil {
-		return nil, unavailable(errNoView, time.Second)
+		return nil, f.noView()
 	}
 	if c := f.cache.Load(); c != nil && c.snap == &v.Window {
 		return c, nil
@@ -57,6 +62,17 @@ func (f *fleetSource) live() (*rendered, error) {
 	c := &rendered{snap: &v.Window, asOf: st.AsOf, stats: newBody(st)}
 	f.cache.Store(c)
 	return c, nil
+}
+
+// noView is the 503 before the fleet's first View, saying why if the
+// fleet can.
+func (f *fleetSource) noView() error {
+	if f.fleet.Why != nil {
+		if why := f.fleet.Why(); why != "" {
+			return unavailable(fmt.Sprintf(errNoViewWhy, why), time.Second)
+		}
+	}
+	return unavailable(errNoView, time.Second)
 }
 
 func (f *fleetSource) history() (History, error) {
@@ -76,14 +92,18 @@ func (f *fleetSource) historyError(err error) error {
 		Err: fmt.Errorf("fleet database: %w", err)}
 }
 
-// rangedPages: the fleet keeps no pages of a range.
-func (f *fleetSource) rangedPages() bool { return false }
+// rangedPages: the fleet answers pages of a range if its history does
+// (fleet.Node's counts whole days of them).
+func (f *fleetSource) rangedPages() bool {
+	_, ok := f.fleet.History.(PageHistory)
+	return ok
+}
 
 // recent answers the default series from the View, without a query.
 func (f *fleetSource) recent() (SeriesBody, error) {
 	v := f.fleet.View()
 	if v == nil {
-		return SeriesBody{}, unavailable(errNoView, time.Second)
+		return SeriesBody{}, f.noView()
 	}
 	series := v.Series
 	series.Step = time.Minute

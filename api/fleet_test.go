@@ -142,3 +142,18 @@ func TestFleetEvents(t *testing.T) {
 		t.Errorf("scope=node beside the stream = %s", rec.Body)
 	}
 }
+
+// TestFleetSaysWhyNoView: before the fleet's first View, the 503 says what
+// the node knows of why, in the fleet's own words.
+func TestFleetSaysWhyNoView(t *testing.T) {
+	var view publisher[logtally.View]
+	s := New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return &logtally.Snapshot{} }, History: &history{},
+		Fleet: &Fleet{View: view.Load, History: &history{}, Published: view.Published,
+			Why: func() string { return "shipping stopped: fleet database has another visitor salt than this node's" }}})
+	for _, target := range []string{"/api/v1/stats", "/api/v1/series"} {
+		rec := do(s, "GET", target, nil)
+		if want := `{"error":"the fleet's counts have not been read yet (shipping stopped: fleet database has another visitor salt than this node's); ?scope=node answers for this node"}`; rec.Code != 503 || strings.TrimSpace(rec.Body.String()) != want {
+			t.Errorf("%s = %d %s, want 503 %s", target, rec.Code, rec.Body, want)
+		}
+	}
+}

@@ -142,6 +142,9 @@ func TestNodeResync(t *testing.T) {
 		if st := n.Stats(); !errors.Is(st.LastError, want) || st.Applied != 0 {
 			t.Errorf("stats = %+v, want %v and nothing applied", st, want)
 		}
+		if why := n.Why(); why != "shipping stopped: "+want.Error() {
+			t.Errorf("Why = %q, want it to name %v", why, want)
+		}
 	}
 	t.Run("fleet database behind", func(t *testing.T) {
 		t.Parallel()

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,4 +50,30 @@ func (s *shipStatus) fill(st *NodeStats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.State, st.LastError, st.LastErrorAt = s.state, s.lastErr, s.errAt
+}
+
+// published are the errors whose text Why may tell the API's clients:
+// what they say is about the fleet, with nothing of the database's
+// address, user or data.
+var published = []error{ErrSaltChanged, ErrNameTaken, ErrBehind, ErrFleetBehind, ErrGap, ErrSchema}
+
+// Why says, in a sentence safe to publish, why the fleet's counts may be
+// missing: the database not reached yet, or shipping stopped and on what.
+// It is empty when shipping works.
+func (n *Node) Why() string {
+	st := n.Stats()
+	switch st.State {
+	case StateConnecting:
+		return "the fleet database has not been reached since start"
+	case StateRetrying:
+		return "the fleet database does not answer"
+	case StateStopped:
+		for _, e := range published {
+			if errors.Is(st.LastError, e) {
+				return "shipping stopped: " + e.Error()
+			}
+		}
+		return "shipping stopped"
+	}
+	return ""
 }

@@ -74,10 +74,10 @@ func (r *runCmd) apiFleet() *api.Fleet {
 		return nil
 	}
 	node := r.node
-	f := &api.Fleet{View: node.Current, History: node, Published: node.Published}
+	f := &api.Fleet{View: node.Current, History: node, Published: node.Published, Why: node.Why}
 	if r.Pipeline.multiSite() {
 		f.Site = func(name string) *api.Fleet {
-			return &api.Fleet{View: func() *logtally.View { return node.SiteView(name) }, History: node.SiteHistory(name)}
+			return &api.Fleet{View: func() *logtally.View { return node.SiteView(name) }, History: node.SiteHistory(name), Why: node.Why}
 		}
 	}
 	return f

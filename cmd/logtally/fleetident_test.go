@@ -129,6 +129,12 @@ func TestFleetRestoredDatabase(t *testing.T) {
 	if got := n.total(m, "fleet"); got != 250 {
 		t.Errorf("the fleet counts %d requests, want 250", got)
 	}
+	day := n.now.Truncate(24 * time.Hour)
+	code, body := get(t, m, fmt.Sprintf("/api/v1/pages?from=%s&to=%s", day.Format(time.RFC3339), day.Add(48*time.Hour-time.Second).Format(time.RFC3339)))
+	var pages api.PagesRange
+	if err := json.Unmarshal([]byte(body), &pages); code != 200 || err != nil || !pages.Exact || len(pages.Pages) != 1 || pages.Pages[0].PageViews != 250 {
+		t.Errorf("the fleet's pages of two days = %d %s, want /p with 250 page views, exact", code, body)
+	}
 }
 
 // TestFleetNameTakenAndTakeOver: a second database started under a name
