@@ -3,12 +3,12 @@ package ingest
 import (
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
 
-// Sample is a rejected line kept for operators to look at.
+// Sample is a rejected line kept for operators to look at, redacted:
+// addresses masked to their network, users and query strings dropped.
 type Sample struct {
 	Time   time.Time
 	Reason string
@@ -34,15 +34,16 @@ type rejects struct {
 	samples []Sample // the last MaxSamples rejected lines, oldest first
 }
 
-// keep keeps a copy of a rejected line, cut to MaxSampleSize bytes.
+// keep keeps a copy of a rejected line, redacted and cut to
+// MaxSampleSize bytes (see redact).
 func (rj *rejects) keep(line []byte, err error) {
 	if rj.off {
 		return
 	}
-	if len(line) > MaxSampleSize {
-		line = line[:MaxSampleSize]
+	if len(line) > 4*MaxSampleSize {
+		line = line[:4*MaxSampleSize] // what redaction could keep of it
 	}
-	s := Sample{Time: rj.now(), Reason: err.Error(), Line: strings.ToValidUTF8(string(line), "\uFFFD")}
+	s := Sample{Time: rj.now(), Reason: err.Error(), Line: redact(line, MaxSampleSize)}
 	rj.mu.Lock()
 	if len(rj.samples) == MaxSamples {
 		copy(rj.samples, rj.samples[1:])
@@ -63,13 +64,14 @@ func (rj *rejects) due() bool {
 	return true
 }
 
-// logRejected logs a bad line, and how many were rejected in all.
+// logRejected logs a bad line, redacted (see redact), and how many were
+// rejected in all.
 func (rj *rejects) logRejected(line []byte, err error, total int64) {
 	const max = 256
-	if len(line) > max {
-		line = line[:max]
+	if len(line) > 4*max {
+		line = line[:4*max]
 	}
-	rj.log.Warn("rejected line", "reason", err, "line", string(line), "rejected_total", total)
+	rj.log.Warn("rejected line", "reason", err, "line", redact(line, max), "rejected_total", total)
 }
 
 // Samples returns the last rejected lines, oldest first.
