@@ -29,8 +29,11 @@
 // # Patterns
 //
 // A pattern matches the path of a request, without its query, as logged
-// (percent-escapes are not decoded), byte for byte. It starts with "/"; each
-// segment between slashes is one of:
+// (percent-escapes are not decoded), byte for byte, in the form the parser
+// holds it: a raw byte, a control byte or a backslash is \xHH (see
+// logtally.AppendEscaped), so that a key is valid UTF-8 as the path is;
+// "/caf\\xE9" is the pattern of the path nginx logs as /caf\xE9. It
+// starts with "/"; each segment between slashes is one of:
 //
 //	thumb         a literal segment
 //	{id}          a capture: the whole segment, one byte or more

@@ -150,6 +150,14 @@ func TestMatch(t *testing.T) {
 			get("/t/**", "stars="),
 			get("/t/x"),
 		}},
+		{"a path's escaped bytes", []string{`raw=GET /p/caf\\xE9`, `key=GET /q/{id}`}, []req{
+			// The parser holds a raw byte, a control byte or a backslash of
+			// a path as \xHH: a pattern matches that text, and a key holds it.
+			get(`/p/caf\xE9`, "raw="),
+			get("/p/caf\xe9"),
+			get(`/q/caf\xE9\x00`, `key=caf\xE9\x00`),
+			get(`/q/a\x5Cb`, `key=a\x5Cb`),
+		}},
 		{"escape next to a capture", []string{`tpl=GET /t/\{{name}\}`}, []req{
 			get("/t/{x}", "tpl=x"),
 			get("/t/x"),

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/logtally/logtally"
 )
 
 // role is what a field means to a Record. Fields with roleNone are matched
@@ -98,6 +100,7 @@ func (f *Format) assemble(vals *values, r *Record) error {
 	if err := splitRequest(f.text(r, vals, vals.v(roleRequest)), r); err != nil {
 		return err
 	}
+	r.escapePath()
 	r.Status, r.Bytes, r.RequestTime = 0, 0, 0
 	r.Referer, r.UserAgent, r.VHost = nil, nil, nil
 	if err := vals.response(r); err != nil {
@@ -213,6 +216,20 @@ func (f *Format) text(r *Record, vals *values, v []byte) []byte {
 	r.scratch = unescape(r.scratch, v)
 	// A later append may move scratch; this slice keeps the old array alive.
 	return r.scratch[start:len(r.scratch):len(r.scratch)]
+}
+
+// escapePath puts r.Path, decoded, in the escaped form of text that the
+// stores and the API hold (see logtally.AppendEscaped): a raw byte, a
+// control byte or a backslash as \xHH. A path that needs none, nearly
+// every one, is left as it is.
+func (r *Record) escapePath() {
+	if !logtally.NeedsEscape(r.Path) {
+		return
+	}
+	start := len(r.scratch)
+	// r.Path may lie in scratch, below start: appending does not touch it.
+	r.scratch = logtally.AppendEscaped(r.scratch, r.Path)
+	r.Path = r.scratch[start:len(r.scratch):len(r.scratch)]
 }
 
 // unescape appends s to dst with the escapes nginx and Apache write decoded:

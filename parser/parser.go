@@ -16,6 +16,12 @@
 // Record's byte fields alias the line they came from (or, for fields that held
 // escapes, the Record's own scratch buffer) and are only valid until the
 // caller reuses that line's buffer or parses the next line into the Record.
+//
+// A path is text the stores keep and the API shows, so it is decoded from
+// the log's escaping and then put in the one form every store holds
+// (logtally.AppendEscaped): valid UTF-8, with a raw byte, a control byte or
+// a backslash as \xHH, as nginx writes it. That is done here, once, where
+// the path is taken from the line; a path that needs no escape is not copied.
 package parser
 
 import (
@@ -54,7 +60,7 @@ type Record struct {
 	Host      []byte    // client address as written, or the left-most valid X-Forwarded-For address
 	Time      time.Time // request time, UTC
 	Method    []byte    // request method, e.g. GET
-	Path      []byte    // request path without the query string
+	Path      []byte    // request path without the query string, escaped: see logtally.AppendEscaped
 	Query     []byte    // query string without '?', empty if none
 	Protocol  []byte    // e.g. HTTP/1.1
 	Status    int       // response status code

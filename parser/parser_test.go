@@ -1,12 +1,16 @@
 package parser
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/logtally/logtally"
 )
 
 func TestParseCombined(t *testing.T) {
@@ -128,6 +132,9 @@ func FuzzParse(f *testing.F) {
 			r := fresh
 			if len(r.Host) == 0 || len(r.Method) == 0 || len(r.Path) == 0 || r.Bytes < 0 || r.RequestTime < 0 {
 				t.Fatalf("%s: Parse(%q) accepted a bad record: %s", format, line, dump(r))
+			}
+			if !utf8.Valid(r.Path) || !bytes.Equal(logtally.AppendEscaped(nil, logtally.UnescapeText(string(r.Path))), r.Path) {
+				t.Fatalf("%s: Parse(%q) path %q is not in the escaped form", format, line, r.Path)
 			}
 			if format.set&(1<<roleStatus) != 0 && (r.Status < 100 || r.Status > 999) {
 				t.Fatalf("%s: Parse(%q) status %d", format, line, r.Status)
