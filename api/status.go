@@ -76,8 +76,10 @@ type FleetStatus struct {
 	Node string `json:"node"`
 	// State is connecting (the fleet database not reached since start),
 	// shipping, retrying (the last attempt failed; the outbox keeps the
-	// batches) or stopped (an error that retrying cannot mend: see
-	// last_error).
+	// batches), blocked (the last attempt failed on what only a fix can
+	// mend, a wrong password, a missing database or privilege, a refused
+	// batch: last_error says what to do; tried again every minute) or
+	// stopped (an error that retrying cannot mend: see last_error).
 	State                string    `json:"state"`
 	PendingBatches       int64     `json:"pending_batches"` // committed, not yet acknowledged and deleted
 	PendingBytes         int64     `json:"pending_bytes"`

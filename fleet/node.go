@@ -43,6 +43,7 @@ const (
 	StateConnecting = "connecting" // the fleet database has not been reached since start
 	StateShipping   = "shipping"   // the last shipment (or check) succeeded
 	StateRetrying   = "retrying"   // the last shipment failed; it is tried again
+	StateBlocked    = "blocked"    // the last attempt failed on what only a fix can mend (blockedBy); tried again every minute
 	StateStopped    = "stopped"    // shipping stopped on an error retrying cannot mend
 )
 
@@ -89,6 +90,11 @@ type Node struct {
 	views     siteViews     // single sites' Refreshers: see SiteView
 	status    shipStatus
 
+	// blocked is the last blocking error logged (blockKey), "" since a
+	// success: connecting and shipping, one after the other, use it.
+	blocked      string
+	blockedRetry time.Duration // how long a blocked node waits: blockedRetry, or a test's
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -99,7 +105,8 @@ func NewNode(cfg Config, outbox Outbox, logger *slog.Logger, now func() time.Tim
 	if now == nil {
 		now = time.Now
 	}
-	n := &Node{cfg: cfg.withDefaults(), outbox: outbox, log: logger, now: now, reached: make(chan struct{})}
+	n := &Node{cfg: cfg.withDefaults(), outbox: outbox, log: logger, now: now, reached: make(chan struct{}),
+		blockedRetry: blockedRetry}
 	n.status.state = StateConnecting
 	return n
 }
@@ -180,7 +187,7 @@ func (n *Node) checkSalt(st *Store) error {
 	return nil
 }
 
-// connect opens the fleet database, retrying with backoff until it
+// connect opens the fleet database, retrying (see retry) until it
 // succeeds or ctx is done.
 func (n *Node) connect(ctx context.Context) (*Store, error) {
 	backoff := minBackoff
@@ -190,17 +197,17 @@ func (n *Node) connect(ctx context.Context) (*Store, error) {
 		cancel()
 		if err == nil {
 			st.Now = n.now
+			n.blocked = ""
 			n.log.Info("fleet: connected", "node", n.cfg.Node, "attempts", attempt+1)
 			return st, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		n.failed(StateConnecting, err)
-		if attempt == 0 {
+		if attempt == 0 && blockedBy(err, n.cfg.URL) == nil {
 			n.log.Warn("fleet: cannot reach the fleet database; counting locally and trying again", "err", err)
 		}
-		if !sleep(ctx, &backoff) {
+		if !n.retry(ctx, StateConnecting, err, &backoff) {
 			return nil, ctx.Err()
 		}
 	}
@@ -223,6 +230,12 @@ func sleep(ctx context.Context, backoff *time.Duration) bool {
 // failed records an error that is retried.
 func (n *Node) failed(state string, err error) {
 	n.status.failed(state, err, n.now())
+}
+
+// succeeded records a shipment or check that worked.
+func (n *Node) succeeded() {
+	n.blocked = ""
+	n.status.succeeded()
 }
 
 // stop records an error that ends shipping, and logs it.
@@ -284,7 +297,7 @@ func (n *Node) PathCounts(paths []string, day time.Time) ([]logtally.PathCount, 
 // waits, and what went wrong last.
 type NodeStats struct {
 	Node        string
-	State       string // StateConnecting, StateShipping, StateRetrying or StateStopped
+	State       string // StateConnecting, StateShipping, StateRetrying, StateBlocked or StateStopped
 	Outbox      logtally.OutboxStats
 	Acked       uint64 // the last batch the fleet acknowledged since start; 0 if none
 	Applied     int64  // batches applied since start

@@ -22,9 +22,10 @@ type shipment struct {
 
 // ship sends the outbox to st in number order, one transaction per batch,
 // until ctx is done or an error that retrying cannot mend (a gap, a reused
-// node name, an undecodable entry) stops it. Any other error is retried,
-// with backoff, on the same batch: Apply's cursor tells a batch applied
-// before from a new one, so a re-sent batch is counted once.
+// node name) stops it. Any other error is retried on the same batch: with
+// backoff, or if it blocks (blockedBy) only every blockedRetry. Apply's
+// cursor tells a batch applied before from a new one, so a re-sent batch
+// is counted once.
 func (n *Node) ship(ctx context.Context, st *Store) {
 	sh := &shipment{n: n, st: st}
 	defer sh.flush()
@@ -43,13 +44,12 @@ func (n *Node) ship(ctx context.Context, st *Store) {
 			backoff = minBackoff
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, ErrGap) || errors.Is(err, tally.ErrBadBatch) ||
-			errors.Is(err, ErrNameTaken) || errors.Is(err, ErrBehind) || errors.Is(err, ErrFleetBehind):
+		case errors.Is(err, ErrGap) || errors.Is(err, ErrNameTaken) || errors.Is(err, ErrBehind) || errors.Is(err, ErrFleetBehind):
 			n.stop(err)
 			return
 		default:
 			sh.failed(err)
-			if !sleep(ctx, &backoff) {
+			if !n.retry(ctx, StateRetrying, err, &backoff) {
 				return
 			}
 		}
@@ -143,14 +143,14 @@ func (sh *shipment) flush() error {
 	return nil
 }
 
-// failed records a failure to retry; the first of a run is logged.
+// failed notes a failure to retry (Node.retry records it); the first of a
+// run is logged, unless it blocks, which retry logs.
 func (sh *shipment) failed(err error) {
-	if !sh.failing {
+	if !sh.failing && blockedBy(err, sh.n.cfg.URL) == nil {
 		sh.n.log.Warn("fleet: shipping failed; counting locally, the outbox keeps the batches, trying again",
 			"err", err, "acked", sh.acked)
 	}
 	sh.failing = true
-	sh.n.failed(StateRetrying, err)
 	sh.flush() // what was acknowledged need not be sent again; an error here is met again later
 }
 
@@ -160,5 +160,5 @@ func (sh *shipment) recovered() {
 		sh.n.log.Info("fleet: shipping again", "acked", sh.acked)
 	}
 	sh.failing = false
-	sh.n.status.succeeded()
+	sh.n.succeeded()
 }

@@ -12,7 +12,7 @@ import (
 // Shipping writes it and Stats reads it, on different goroutines.
 type shipStatus struct {
 	mu      sync.Mutex
-	state   string // StateConnecting, StateShipping, StateRetrying or StateStopped
+	state   string // StateConnecting, StateShipping, StateRetrying, StateBlocked or StateStopped
 	lastErr error
 	errAt   time.Time
 
@@ -22,7 +22,8 @@ type shipStatus struct {
 	failures   atomic.Int64
 }
 
-// failed records an error, at at, that is retried in state.
+// failed records an error, at at, that is retried in state (a blocked
+// one, StateBlocked, too).
 func (s *shipStatus) failed(state string, err error, at time.Time) {
 	s.failures.Add(1)
 	s.set(state, err, at)

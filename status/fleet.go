@@ -48,7 +48,10 @@ var (
 	shipFailuresDesc = prometheus.NewDesc("logtally_fleet_ship_failures_total",
 		"Attempts to reach or ship to the fleet database that failed and were retried.", nil, nil)
 	shippingDesc = prometheus.NewDesc("logtally_fleet_shipping",
-		"1 while shipping to the fleet database works, 0 while it is connecting, retrying or stopped.", nil, nil)
+		"1 while shipping to the fleet database works, 0 while it is connecting, retrying, blocked or stopped.", nil, nil)
+	blockedDesc = prometheus.NewDesc("logtally_fleet_blocked",
+		"1 while shipping waits on an error only a fix can mend (state blocked: a wrong password, a missing database or privilege, a refused batch), tried again every minute; the log and last_error say what to do.",
+		nil, nil)
 	viewAgeDesc = prometheus.NewDesc("logtally_fleet_view_age_seconds",
 		"Age of the fleet counts the API serves (absent before the first read).", nil, nil)
 )
@@ -61,7 +64,7 @@ type fleetCollector struct {
 
 func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{outboxBatchesDesc, outboxBytesDesc, outboxAgeDesc, shippedDesc,
-		shipFailuresDesc, shippingDesc, viewAgeDesc} {
+		shipFailuresDesc, shippingDesc, blockedDesc, viewAgeDesc} {
 		ch <- d
 	}
 }
@@ -80,6 +83,11 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		up = 1
 	}
 	gauge(shippingDesc, up)
+	blocked := 0.0
+	if s.State == fleet.StateBlocked {
+		blocked = 1
+	}
+	gauge(blockedDesc, blocked)
 	if !s.AsOf.IsZero() {
 		gauge(viewAgeDesc, age(s.AsOf, now))
 	}

@@ -30,27 +30,35 @@ func TestFleetStatus(t *testing.T) {
 	if err := r.Ready(); err != nil {
 		t.Errorf("Ready() = %v while shipping fails; want ready", err)
 	}
-	families, err := r.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	values := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			name := f.GetName()
-			if len(m.GetLabel()) > 0 {
-				name += " " + m.GetLabel()[0].GetValue()
-			}
-			values[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+	gather := func() map[string]float64 {
+		families, err := r.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
 		}
+		values := map[string]float64{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				name := f.GetName()
+				if len(m.GetLabel()) > 0 {
+					name += " " + m.GetLabel()[0].GetValue()
+				}
+				values[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+		return values
 	}
+	values := gather()
 	for name, want := range map[string]float64{"logtally_fleet_outbox_batches": 12, "logtally_fleet_outbox_bytes": 3400,
 		"logtally_fleet_outbox_oldest_seconds": 90, "logtally_fleet_shipped_batches_total applied": 20,
 		"logtally_fleet_shipped_batches_total duplicate": 1, "logtally_fleet_ship_failures_total": 7,
-		"logtally_fleet_shipping": 0, "logtally_fleet_view_age_seconds": 95} {
+		"logtally_fleet_shipping": 0, "logtally_fleet_blocked": 0, "logtally_fleet_view_age_seconds": 95} {
 		if got, ok := values[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
+	}
+	stats.State = fleet.StateBlocked
+	if got := gather()["logtally_fleet_blocked"]; got != 1 {
+		t.Errorf("logtally_fleet_blocked = %v while blocked, want 1", got)
 	}
 }
 
