@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/pgtest"
 	"github.com/logtally/logtally/internal/poll"
 	"github.com/logtally/logtally/tally"
@@ -247,4 +248,43 @@ func TestConnectWrongPassword(t *testing.T) {
 	}
 	exec(t, srv.URL(), "ALTER ROLE fleet PASSWORD 'wrong'", "GRANT CREATE ON DATABASE postgres TO fleet")
 	poll.Until(t, "the node to ship once the password is right", func() bool { return shippedAll(n, 1) })
+}
+
+// TestShipRefusedBatchBlocks: a batch PostgreSQL refuses (a path with a
+// byte that is not UTF-8, as a logtally before escaping committed) blocks
+// the node, SQLSTATE 22021 with one ERROR line, rather than being retried
+// with backoff for ever as a transient error would be; the batches after it
+// wait behind it in the outbox.
+func TestShipRefusedBatchBlocks(t *testing.T) {
+	t.Parallel()
+	local := localStore(t)
+	b := tally.NewBatch()
+	b.Add(&logtally.Hit{Time: t0, Visitor: 1, Path: []byte("/caf\xe9"), Status: 200, PageView: true}, true)
+	b.AddLines(1)
+	w := generate(rand.New(rand.NewPCG(81, 82)), 1, 1, 20)
+	if err := local.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Commit(w.batches[0][0]); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.URL, cfg.Node, cfg.Refresh = pgtest.Database(t), nodeName(0), 50*time.Millisecond
+	log := newLogCount(slog.LevelError)
+	n := NewNode(cfg, local.Outbox(), slog.New(log), func() time.Time { return time.Unix(t0+liveSpan, 0) })
+	n.blockedRetry = 10 * time.Millisecond
+	n.Start(testContext(t))
+	t.Cleanup(n.Close)
+	poll.Until(t, "the node to be blocked, and tried again", func() bool {
+		st := n.Stats()
+		return st.State == StateBlocked && st.Failures >= 3
+	})
+	var be *BlockedError
+	if st := n.Stats(); !errors.As(st.LastError, &be) || be.Code != "22021" || st.Outbox.Entries != 2 || st.Applied != 0 {
+		t.Fatalf("stats %+v, want blocked on SQLSTATE 22021 with both batches waiting", st)
+	}
+	if got := log.count(); got != 1 || log.attr("sqlstate") != "22021" {
+		t.Errorf("%d ERROR lines (the last naming SQLSTATE %q) for one error tried again, want 1 naming 22021",
+			got, log.attr("sqlstate"))
+	}
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -178,4 +179,27 @@ func parsed(c *Core) []Result {
 		c.Parse(ch, &sc, &rs[i])
 	}
 	return rs
+}
+
+// TestEscapedPathsKept: a path the parser decoded or escaped lies in its
+// Record, which the next line reuses: each hit keeps its own.
+func TestEscapedPathsKept(t *testing.T) {
+	c, _ := newCore(t, Config{})
+	const l = `192.0.2.1 - - [21/Nov/2026:12:00:00 +0000] "GET %s HTTP/1.1" 200 1 "-" "Mozilla/5.0"` + "\n"
+	paths := []string{`/caf\xE9`, `/a\x00b`, `/q\x22`, "/plain", `/x\x5CxE9`}
+	want := []string{`/caf\xE9`, `/a\x00b`, `/q"`, "/plain", `/x\x5CxE9`}
+	var data []byte
+	for _, p := range paths {
+		data = fmt.Appendf(data, l, p)
+	}
+	var sc Scratch
+	var r Result
+	c.Parse(tailer.Chunk{File: "a", Data: data, Offset: int64(len(data))}, &sc, &r)
+	var got []string
+	for _, h := range r.Hits {
+		got = append(got, string(h.Path))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("paths %q, want %q", got, want)
+	}
 }

@@ -107,7 +107,11 @@ func (c *Core) Parse(ch tailer.Chunk, sc *Scratch, r *Result) {
 			err = tailer.ErrLongLine
 		} else if err = lp.format.Parse(line, rec); err == nil {
 			if rec.Time.Unix() <= newest {
-				r.Hits = append(r.Hits, lp.classifier.ClassifyWith(rec, &sc.memo))
+				h := lp.classifier.ClassifyWith(rec, &sc.memo)
+				if rec.PathCopied() {
+					h.Path = r.keepPath(h.Path)
+				}
+				r.Hits = append(r.Hits, h)
 				if lp.matcher != nil {
 					lp.match(rec, r)
 				}

@@ -14,7 +14,7 @@ import (
 // goroutine. A Result is reused from chunk to chunk.
 type Result struct {
 	Now  time.Time      // the clock when the chunk was parsed
-	Hits []logtally.Hit // the lines that parsed; Path aliases the chunk's data
+	Hits []logtally.Hit // the lines that parsed; Path aliases the chunk's data, or paths
 
 	file         string
 	offset, size int64 // the position after the chunk; bytes of its lines
@@ -26,6 +26,7 @@ type Result struct {
 	route        routing         // where the hits go: set by Route
 	matches      []Match         // the named counters the hits count, in hit order
 	keys         []byte          // the matches' keys, end to end
+	paths        []byte          // the paths not in the chunk's data (parser.Record.PathCopied), end to end
 	scratch      []counter.Match // the matcher's
 }
 
@@ -54,8 +55,18 @@ func (r *Result) reset(ch tailer.Chunk, now time.Time) {
 	r.Hits, r.samples = r.Hits[:0], r.samples[:0]
 	r.siteName = nil
 	r.hosts.reset()
-	r.matches, r.keys = r.matches[:0], r.keys[:0]
+	r.matches, r.keys, r.paths = r.matches[:0], r.keys[:0], r.paths[:0]
 	r.route.reset()
+}
+
+// keepPath returns a copy of path that lasts as long as r's hits: a path
+// the parser decoded or escaped lies in its Record, which the next line
+// reuses. A copy made earlier stays valid when paths grows, in its old
+// array.
+func (r *Result) keepPath(path []byte) []byte {
+	start := len(r.paths)
+	r.paths = append(r.paths, path...)
+	return r.paths[start:len(r.paths):len(r.paths)]
 }
 
 // reject counts a rejected line, and keeps it among the chunk's last

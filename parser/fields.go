@@ -97,10 +97,12 @@ func (f *Format) assemble(vals *values, r *Record) error {
 	if err := vals.time(r); err != nil {
 		return err
 	}
+	before := len(r.scratch)
 	if err := splitRequest(f.text(r, vals, vals.v(roleRequest)), r); err != nil {
 		return err
 	}
 	r.escapePath()
+	r.pathCopied = len(r.scratch) > before
 	r.Status, r.Bytes, r.RequestTime = 0, 0, 0
 	r.Referer, r.UserAgent, r.VHost = nil, nil, nil
 	if err := vals.response(r); err != nil {

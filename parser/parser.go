@@ -77,7 +77,8 @@ type Record struct {
 
 	// scratch holds unescaped copies of fields that contained escapes. It is
 	// kept across Reset so that a reused Record stops allocating.
-	scratch []byte
+	scratch    []byte
+	pathCopied bool // Path lies in scratch: see PathCopied
 	// minute caches the last $time_local minute read into this Record:
 	// lines come in time order, so most share the previous line's minute.
 	minute minuteCache
@@ -90,6 +91,12 @@ type minuteCache struct {
 	key [3]uint64
 	sec int64
 }
+
+// PathCopied reports whether Path lies in the Record's own buffer, not in
+// the line: its request held escapes, or its path needs them (see
+// logtally.AppendEscaped). A caller that keeps Path past the next Parse
+// into r, as one that keeps the line does, must then copy it.
+func (r *Record) PathCopied() bool { return r.pathCopied }
 
 // Reset clears r so that it can be reused for the next line. It keeps r's
 // scratch buffer and time cache.
