@@ -18,9 +18,10 @@ import (
 // is "\x5CxE9"), and UnescapeText gives back the bytes.
 
 // NeedsEscape reports whether b is not already in the escaped form of
-// text: AppendEscaped would change it. It does not allocate, and takes
-// eight bytes at a time, the last eight overlapping the word before, while
-// they are printable ASCII, which is what nearly every path is.
+// text: AppendEscaped would change it. It does not allocate. It takes eight
+// bytes at a time, the last eight overlapping the word before, and tests
+// them all at once, since nearly every path is printable ASCII; only a
+// path that may not be is looked at byte by byte.
 func NeedsEscape(b []byte) bool {
 	n := len(b)
 	if n < 8 {
@@ -31,26 +32,26 @@ func NeedsEscape(b []byte) bool {
 		}
 		return false
 	}
-	for i := 0; i < n; i += 8 {
-		if escapeWord(binary.LittleEndian.Uint64(b[min(i, n-8):])) {
-			return needsEscapeSlow(b)
-		}
+	var acc uint64
+	for i := 0; i < n-8; i += 8 {
+		acc |= suspect(binary.LittleEndian.Uint64(b[i:]))
 	}
-	return false
+	if (acc|suspect(binary.LittleEndian.Uint64(b[n-8:])))&0x8080808080808080 == 0 {
+		return false
+	}
+	return needsEscapeSlow(b)
 }
 
-// escapeWord reports whether a byte of w may need an escape: a byte of
-// 0x80 or more, which the exact test decodes, or a control byte or a
-// backslash. While every byte is below 0x80 no sum carries into the next
+// suspect returns w with the high bit of each byte set that may need an
+// escape: a byte of 0x80 or more, which the exact test decodes, a control
+// byte or a backslash (and maybe bytes after one, which the exact test
+// clears). While every byte is below 0x80 no sum carries into the next
 // byte: a byte below 0x20 leaves its high bit clear in w+0x60, 0x7F sets it
 // in w+1, and a backslash, a zero byte of w^'\\'s, borrows into it in that
 // minus 1.
-func escapeWord(w uint64) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	return (w|^(w+0x6060606060606060)|(w+ones)|((w^0x5c5c5c5c5c5c5c5c)-ones))&highs != 0
+func suspect(w uint64) uint64 {
+	const ones = 0x0101010101010101
+	return w | ^(w + 0x6060606060606060) | (w + ones) | ((w ^ 0x5c5c5c5c5c5c5c5c) - ones)
 }
 
 // printable has the bytes that text holds as they are, one at a time:

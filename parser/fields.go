@@ -101,7 +101,9 @@ func (f *Format) assemble(vals *values, r *Record) error {
 	if err := splitRequest(f.text(r, vals, vals.v(roleRequest)), r); err != nil {
 		return err
 	}
-	r.escapePath()
+	if logtally.NeedsEscape(r.Path) {
+		r.escapePath()
+	}
 	r.pathCopied = len(r.scratch) > before
 	r.Status, r.Bytes, r.RequestTime = 0, 0, 0
 	r.Referer, r.UserAgent, r.VHost = nil, nil, nil
@@ -222,12 +224,9 @@ func (f *Format) text(r *Record, vals *values, v []byte) []byte {
 
 // escapePath puts r.Path, decoded, in the escaped form of text that the
 // stores and the API hold (see logtally.AppendEscaped): a raw byte, a
-// control byte or a backslash as \xHH. A path that needs none, nearly
-// every one, is left as it is.
+// control byte or a backslash as \xHH. It is called only for a path that
+// needs it (logtally.NeedsEscape); nearly every path is left as it is.
 func (r *Record) escapePath() {
-	if !logtally.NeedsEscape(r.Path) {
-		return
-	}
 	start := len(r.scratch)
 	// r.Path may lie in scratch, below start: appending does not touch it.
 	r.scratch = logtally.AppendEscaped(r.scratch, r.Path)
