@@ -82,8 +82,9 @@ func (s *Snapshot) PathViews(path string) (int64, bool) {
 // mode serves without waiting on that database. It is never changed once
 // published, so readers share it.
 type View struct {
-	// AsOf is when the read began, by the reading node's clock: the counts
-	// are at most this old, plus what nodes have not shipped yet.
+	// AsOf is when the read began, by the fleet database's clock (where
+	// the live window ends, alike for every node): the counts are at most
+	// this old, plus what nodes have not shipped yet.
 	AsOf   time.Time
 	Window Snapshot
 	Series Series // the last hour up to AsOf, by minute

@@ -80,19 +80,35 @@ type FleetStatus struct {
 	// mend, a wrong password, a missing database or privilege, a refused
 	// batch: last_error says what to do; tried again every minute) or
 	// stopped (an error that retrying cannot mend: see last_error).
-	State                string    `json:"state"`
-	PendingBatches       int64     `json:"pending_batches"` // committed, not yet acknowledged and deleted
-	PendingBytes         int64     `json:"pending_bytes"`
-	OldestPendingSeconds float64   `json:"oldest_pending_seconds"` // age of the oldest pending batch; 0 when none
-	LastSeq              uint64    `json:"last_seq"`               // number of the last batch committed
-	AckedSeq             uint64    `json:"acked_seq"`              // the last batch the fleet acknowledged since start
-	Applied              int64     `json:"applied"`                // batches applied since start
-	Duplicates           int64     `json:"duplicates"`             // re-sent batches the fleet already had
-	Failures             int64     `json:"failures"`               // attempts that failed and were retried
-	LastError            string    `json:"last_error,omitempty"`   // the last failure, even after recovery
-	LastErrorAt          time.Time `json:"last_error_at,omitzero"`
-	AsOf                 time.Time `json:"as_of,omitzero"`          // when the fleet's counts served were read
-	RefreshError         string    `json:"refresh_error,omitempty"` // why the last read of them failed, if it did
+	State                string       `json:"state"`
+	PendingBatches       int64        `json:"pending_batches"` // committed, not yet acknowledged and deleted
+	PendingBytes         int64        `json:"pending_bytes"`
+	OldestPendingSeconds float64      `json:"oldest_pending_seconds"` // age of the oldest pending batch; 0 when none
+	LastSeq              uint64       `json:"last_seq"`               // number of the last batch committed
+	AckedSeq             uint64       `json:"acked_seq"`              // the last batch the fleet acknowledged since start
+	Applied              int64        `json:"applied"`                // batches applied since start
+	Duplicates           int64        `json:"duplicates"`             // re-sent batches the fleet already had
+	Failures             int64        `json:"failures"`               // attempts that failed and were retried
+	LastError            string       `json:"last_error,omitempty"`   // the last failure, even after recovery
+	LastErrorAt          time.Time    `json:"last_error_at,omitzero"`
+	AsOf                 time.Time    `json:"as_of,omitzero"`          // when the fleet's counts served were read, by the fleet database's clock
+	RefreshError         string       `json:"refresh_error,omitempty"` // why the last read of them failed, if it did
+	Clock                *ClockStatus `json:"clock,omitempty"`         // absent until the fleet database's clock was read
+}
+
+// ClockStatus is this node's clock against the fleet database's, whose
+// clock the fleet's live window follows.
+type ClockStatus struct {
+	// OffsetSeconds is this node's clock minus the fleet database's, as
+	// last measured (every read of the fleet's counts): beyond
+	// max_skew_seconds, the log warns to sync this machine's clock.
+	OffsetSeconds  float64   `json:"offset_seconds"`
+	MaxSkewSeconds float64   `json:"max_skew_seconds"`
+	MeasuredAt     time.Time `json:"measured_at"` // by this node's clock
+	// FutureLines counts the lines, since start, left out of the fleet's
+	// live window for being dated beyond the fleet database's clock plus
+	// the max skew; they count in its history.
+	FutureLines int64 `json:"future_lines"`
 }
 
 // status answers GET /api/v1/status.

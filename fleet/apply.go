@@ -64,6 +64,7 @@ func (s *Store) Apply(ctx context.Context, node Ident, e Entry) (applied bool, e
 	if err := tx.Commit(ctx); err != nil {
 		return false, fmt.Errorf("fleet: apply %s/%d: commit: %w", node.Name, e.Seq, err)
 	}
+	s.countFuture(p.future)
 	return true, nil
 }
 

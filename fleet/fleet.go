@@ -291,6 +291,9 @@ type Store struct {
 	// a batch is applied, and which series points are exact. Set it before
 	// using the store, if at all; time.Now by default.
 	Now func() time.Time
+
+	// clock is this node's clock against the database's: see clock.go.
+	clock clock
 }
 
 // Open connects to the fleet database, creates or upgrades its schema and,

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +27,17 @@ func testContext(t testing.TB) context.Context {
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// open opens a store on url for node, with its clock at now.
+// pinClock returns url with the database's clock pinned at at (see dbNow).
+func pinClock(url string, at time.Time) string {
+	return url + "&options=" + strings.ReplaceAll(neturl.QueryEscape("-c logtally.now="+at.UTC().Format(time.RFC3339Nano)), "+", "%20")
+}
+
+// open opens a store on url for node, with its clock and the database's at
+// now.
 func open(t testing.TB, url, node string, now time.Time) *Store {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.URL, cfg.Node = url, node
+	cfg.URL, cfg.Node = pinClock(url, now), node
 	s, err := Open(testContext(t), cfg, discard())
 	if err != nil {
 		t.Fatalf("Open: %v", err)

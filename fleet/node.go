@@ -162,6 +162,9 @@ func (n *Node) run(ctx context.Context) {
 		n.stop(err)
 		return
 	}
+	if err := st.MeasureClock(ctx); err != nil { // else the Refresher's will do, a second later
+		n.log.Debug("fleet: measure the clock", "err", err)
+	}
 	n.refresher.Store(NewRefresher(st, n.site(), n.log))
 	close(n.reached)
 	n.wg.Add(1)
@@ -305,10 +308,11 @@ type NodeStats struct {
 	Failures    int64  // attempts that failed and were retried
 	LastError   error  // the last failure, even if shipping has recovered since
 	LastErrorAt time.Time
-	AsOf        time.Time // when the current View was read; zero before the first
+	AsOf        time.Time // when the current View was read, by the fleet database's clock; zero before the first
 	// RefreshError is the last refresh's error if it failed: the View is
 	// older than Config.Refresh.
 	RefreshError error
+	Clock        ClockStats // this node's clock against the fleet database's; zero before it is reached
 }
 
 // Stats returns the node's figures. It reads the outbox's, which costs a
@@ -319,6 +323,9 @@ func (n *Node) Stats() NodeStats {
 	var err error
 	if st.Outbox, err = n.outbox.Stats(); err != nil && st.LastError == nil {
 		st.LastError = err
+	}
+	if store := n.store.Load(); store != nil {
+		st.Clock = store.ClockStats()
 	}
 	if r := n.refresher.Load(); r != nil {
 		if v := r.Current(); v != nil {

@@ -28,13 +28,15 @@ func localStore(t *testing.T) *storage.Store {
 }
 
 // startNode starts a Node of url named name on the store's outbox, with its
-// clock at the newest line, so that its pruner keeps the live seconds, and
-// stops it when the test ends.
+// clock and the database's at the newest line, so that its pruner keeps the
+// live seconds, and stops it when the test ends.
 func startNode(t *testing.T, url, name string, local *storage.Store) *Node {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.URL, cfg.Node, cfg.Refresh = url, name, 50*time.Millisecond
-	n := NewNode(cfg, local.Outbox(), discard(), func() time.Time { return time.Unix(t0+liveSpan, 0) })
+	now := time.Unix(t0+liveSpan, 0)
+	cfg.URL = pinClock(url, now)
+	n := NewNode(cfg, local.Outbox(), discard(), func() time.Time { return now })
 	if _, err := n.Salt(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +98,9 @@ func TestNodeShipsOutboxExactlyOnce(t *testing.T) {
 	t.Logf("%d replies lost, %d failures retried, %d duplicates", proxy.Lost(), failures, dups)
 	checkShipped(t, open(t, url, "reader", time.Unix(t0+3600, 0)), w)
 	poll.Until(t, "a view", func() bool { return nodes[0].Current() != nil })
+	if c := nodes[0].Stats().Clock; c.Measured.IsZero() || c.Offset != 0 || c.MaxSkew != DefaultMaxSkew {
+		t.Errorf("Stats().Clock = %+v, want measured, no offset, the default max skew", c)
+	}
 }
 
 // TestNodeResync starts nodes whose outboxes disagree with the fleet's

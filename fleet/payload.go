@@ -60,6 +60,7 @@ type payload struct {
 	seconds                                   countRows
 	lastSeen                                  pairs // keys: the visitor's latest second; visitors: the visitor
 	secondPaths, windowMinutePaths, dayPaths  pathRows
+	future                                    int64 // requests of live seconds left out: see liveSeconds
 }
 
 // bucket is an hour's or a day's share of a batch while it is gathered.
@@ -83,7 +84,7 @@ func (s *Store) prepare(b *tally.Batch, now time.Time) *payload {
 	for _, day := range slices.SortedFunc(maps.Keys(g.dayViews), func(a, b time.Time) int { return a.Compare(b) }) {
 		appendPathRows(&p.dayPaths, day, g.dayViews[day], names)
 	}
-	p.addSeconds(b, names)
+	p.addSeconds(b, names, s.liveUntil(now))
 	return p
 }
 
@@ -175,15 +176,15 @@ func addBuckets(buckets []*bucket, rows *countRows, sets *pairs) {
 	}
 }
 
-// addSeconds adds the rows of b's live seconds: their counts, each
-// visitor's latest second, and the page views per path of each second and
-// of each minute they fall in (which whole minutes of a window read).
-func (p *payload) addSeconds(b *tally.Batch, names []string) {
+// addSeconds adds the rows of b's live seconds up to until: their counts,
+// each visitor's latest second, and the page views per path of each second
+// and of each minute they fall in (which whole minutes of a window read).
+func (p *payload) addSeconds(b *tally.Batch, names []string, until int64) {
 	last := map[int64]int64{} // visitor -> its latest second in the batch
 	views := map[int32]int64{}
 	minuteViews := map[int32]int64{}
 	minute := int64(math.MinInt64)
-	for sec, d := range b.Seconds() {
+	for sec, d := range liveSeconds(b.Seconds(), until, &p.future) {
 		start := time.Unix(sec, 0).UTC()
 		c := sums{d.Requests, d.PageViews, 0, d.Rejected}
 		p.seconds.add(start, &c, false)

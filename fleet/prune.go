@@ -17,23 +17,27 @@ const pruneLock = schemaLock + 1
 
 // pruneMargin is how much longer Prune keeps visitor sets than Apply uses
 // them: Apply stops adding to a bucket's set by its own node's clock, and
-// Prune deletes it by another's, so clocks an hour apart still agree.
+// Prune deletes it by the database's, so clocks an hour apart still agree.
 const pruneMargin = time.Hour
 
 // pruneChunk is the most rows one statement of Prune deletes, so that no
 // transaction of it holds many locks or runs long.
 const pruneChunk = 10_000
 
-// Prune deletes what the retention settings no longer keep, as of now:
-// live-window seconds older than the window and the skew allowed, visitor
-// sets older than the visitor span (plus a margin), minutes, hours and days
-// past their retention, and per-day page views past the hours' retention,
-// whose counts it first adds to the all-time per-path totals. It returns
-// the rows deleted per table, and logs them.
+// Prune deletes what the retention settings no longer keep, as of the
+// database's clock: live-window seconds older than the longest window and
+// skew of any node (the live span), visitor sets older than the visitor
+// span (plus a margin), minutes, hours and days past their retention, and
+// per-day page views past the hours' retention, whose counts it first adds
+// to the all-time per-path totals. It returns the rows deleted per table,
+// and logs them.
 //
-// Only one node prunes at a time: if another holds the prune lock, Prune
-// does nothing and returns no counts.
-func (s *Store) Prune(ctx context.Context, now time.Time) (map[string]int64, error) {
+// Every node prunes by this one rule, whatever its own clock and --window:
+// the live span is the longest window plus max skew that a node registered
+// in logtally.nodes uses, and at least this node's own. Only one node
+// prunes at a time: if another holds the prune lock, Prune does nothing
+// and returns no counts.
+func (s *Store) Prune(ctx context.Context) (map[string]int64, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: prune: %w", err)
@@ -49,8 +53,12 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (map[string]int64, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(pruneLock))
 
+	now, live, err := s.pruneRule(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]int64{}
-	for _, st := range s.pruneSteps(now) {
+	for _, st := range s.pruneSteps(now, live) {
 		if err := st.run(ctx, conn, out); err != nil {
 			return out, err
 		}
@@ -65,9 +73,24 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (map[string]int64, err
 		}
 	}
 	if len(attrs) > 0 {
-		s.log.Info("fleet: pruned", attrs...)
+		s.log.Info("fleet: pruned", append(attrs, "live_span", live)...)
 	}
 	return out, nil
+}
+
+// pruneRule returns the database's clock and the live span: the longest
+// window plus max skew of any node registered in logtally.nodes, and at
+// least this node's own. The clock is read before the deletes, which it
+// dates a moment early: they keep a little more, never less.
+func (s *Store) pruneRule(ctx context.Context, conn *pgxpool.Conn) (now time.Time, live time.Duration, err error) {
+	var secs int64
+	err = conn.QueryRow(ctx, `SELECT `+dbNow+`,
+			coalesce(max(coalesce(window_seconds, 0) + coalesce(max_skew_seconds, 0)), 0)::int8
+		FROM logtally.nodes`).Scan(&now, &secs)
+	if err != nil {
+		return now, 0, fmt.Errorf("fleet: prune: the fleet's clock and windows: %w", err)
+	}
+	return now, max(s.cfg.Window+s.cfg.MaxSkew, time.Duration(secs)*time.Second), nil
 }
 
 // pruneStep deletes the rows of table for which cond holds of arg ($1).
@@ -76,16 +99,17 @@ type pruneStep struct {
 	arg         any
 }
 
-// pruneSteps returns what the retention settings delete as of now, in
-// order: the live window's rows, the visitor sets, then the counts.
-func (s *Store) pruneSteps(now time.Time) []pruneStep {
-	live := now.Add(-s.cfg.Window - s.cfg.MaxSkew)
+// pruneSteps returns what the retention settings delete as of now, with
+// the live window's rows kept for live, in order: the live window's rows,
+// the visitor sets, then the counts.
+func (s *Store) pruneSteps(now time.Time, live time.Duration) []pruneStep {
+	cut := now.Add(-live)
 	sets := now.Add(-s.cfg.VisitorSpan - pruneMargin)
 	steps := []pruneStep{
-		{"seconds", "second <= $1", live},
-		{"second_paths", "second <= $1", live},
-		{"window_minute_paths", "minute <= $1", live.Add(-time.Minute)},
-		{"visitors", "last_seen <= $1", live},
+		{"seconds", "second <= $1", cut},
+		{"second_paths", "second <= $1", cut},
+		{"window_minute_paths", "minute <= $1", cut.Add(-time.Minute)},
+		{"visitors", "last_seen <= $1", cut},
 		{"minute_visitors", "minute < $1", sets.Add(-time.Minute)},
 		{"hour_visitors", "hour < $1", sets.Add(-time.Hour)},
 		{"day_visitors", "day < $1", dateOf(sets, s.loc)}, // days that ended by then
@@ -146,7 +170,7 @@ func (s *Store) RunPruner(ctx context.Context, interval time.Duration, log *slog
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := s.Prune(ctx, s.Now()); err != nil && ctx.Err() == nil {
+		if _, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("fleet: prune", "err", err)
 		}
 		select {

@@ -16,62 +16,100 @@ func (s *Store) readOnly(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
-// Window returns the fleet's live window of site that ends with the second
-// of end and is length long: the seconds in (end-length, end]. It is exact
-// to the second: requests and page views are summed over those seconds,
-// and the visitors are the distinct visitors whose latest page view, on any
+// Window returns the fleet's window of site that ends with the second of
+// end and is length long: the seconds in (end-length, end]. It is exact to
+// the second: requests and page views are summed over those seconds, and
+// the visitors are the distinct visitors whose latest page view, on any
 // node, is in them. A visitor whose latest page view is after end counts in
 // the windows that hold that one, so a window that ends in the past can
-// miss visitors seen again since; the live window, which ends now, cannot.
-// Pages are the window's most viewed paths, at most logtally.MaxPages.
+// miss visitors seen again since; the live window (LiveWindow), which ends
+// now, cannot. Pages are the window's most viewed paths, at most
+// logtally.MaxPages.
 func (s *Store) Window(ctx context.Context, site string, end time.Time, length time.Duration) (logtally.Snapshot, error) {
+	snap, _, err := s.window(ctx, site, &end, length)
+	return snap, err
+}
+
+// LiveWindow returns the fleet's live window of site: the Window of length
+// that ends with the second of the database's clock, which every node reads
+// alike, whatever its own clock says; and that clock's time.
+func (s *Store) LiveWindow(ctx context.Context, site string, length time.Duration) (logtally.Snapshot, time.Time, error) {
+	return s.window(ctx, site, nil, length)
+}
+
+// windowBounds begins each statement of a window: the bounds of the window
+// of $3 seconds that ends with the second of $2 or, when $2 is NULL, of
+// the database's clock (dbNow: one time for all the statements of a
+// read). In w: at is that time, last its second (since
+// the epoch), after the second before the window and up_to its last; the
+// top pages add up whole minutes from window_minute_paths, [head_end,
+// tail_start), and the seconds at either end from second_paths (no whole
+// minute: seconds only).
+const windowBounds = `WITH e AS (
+		SELECT at, floor(extract(epoch FROM at))::int8 AS last FROM (SELECT coalesce($2::timestamptz, ` + dbNow + `) AS at) AS a),
+	m AS (
+		SELECT *, floor((last - $3::int8 + 60) / 60.0)::int8 AS first_minute, floor((last + 1) / 60.0)::int8 AS end_minute FROM e),
+	w AS (
+		SELECT at, last, to_timestamp(last - $3::int8) AS after, to_timestamp(last) AS up_to,
+			CASE WHEN first_minute < end_minute THEN to_timestamp(first_minute * 60) ELSE to_timestamp(last + 1) END AS head_end,
+			CASE WHEN first_minute < end_minute THEN to_timestamp(end_minute * 60) ELSE to_timestamp(last + 1) END AS tail_start
+		FROM m)
+	`
+
+// The statements of a window, after windowBounds. Their bounds are scalar
+// subqueries, so that the plans range over the tables' indexes.
+const (
+	windowCounts = windowBounds + `SELECT (SELECT at FROM w), (SELECT last FROM w),
+		coalesce(sum(requests), 0)::int8, coalesce(sum(pageviews), 0)::int8, coalesce(sum(rejected), 0)::int8
+		FROM logtally.seconds WHERE site = $1 AND second > (SELECT after FROM w) AND second <= (SELECT up_to FROM w)`
+
+	windowVisitors = windowBounds + `SELECT count(*) FROM logtally.visitors
+		WHERE site = $1 AND last_seen > (SELECT after FROM w) AND last_seen <= (SELECT up_to FROM w)`
+
+	windowPages = windowBounds + `SELECT path, sum(n)::int8 AS n FROM (
+			SELECT path, pageviews AS n FROM logtally.window_minute_paths
+			WHERE site = $1 AND minute >= (SELECT head_end FROM w) AND minute < (SELECT tail_start FROM w)
+			UNION ALL
+			SELECT path, pageviews FROM logtally.second_paths
+			WHERE site = $1 AND (second > (SELECT after FROM w) AND second < (SELECT head_end FROM w)
+				OR second >= (SELECT tail_start FROM w) AND second <= (SELECT up_to FROM w))
+		) AS p GROUP BY path ORDER BY n DESC, path LIMIT $4`
+)
+
+// window reads the window of length that ends with the second of end, or
+// of the database's clock if end is nil, and returns it with that time.
+func (s *Store) window(ctx context.Context, site string, end *time.Time, length time.Duration) (logtally.Snapshot, time.Time, error) {
 	n := int64(length / time.Second)
 	if n < 1 {
-		return logtally.Snapshot{}, fmt.Errorf("fleet: window of %s: must be at least 1s", length)
+		return logtally.Snapshot{}, time.Time{}, fmt.Errorf("fleet: window of %s: must be at least 1s", length)
 	}
-	last := end.Unix()
-	after, upTo := time.Unix(last-n, 0).UTC(), time.Unix(last, 0).UTC()
-	snap := logtally.Snapshot{From: time.Unix(last-n+1, 0).UTC(), To: time.Unix(last+1, 0).UTC(), Length: time.Duration(n) * time.Second}
+	var snap logtally.Snapshot
+	var at time.Time
+	var last int64
 	err := s.readOnly(ctx, func(tx pgx.Tx) error {
 		q := &pgx.Batch{}
-		q.Queue(`SELECT coalesce(sum(requests), 0)::int8, coalesce(sum(pageviews), 0)::int8, coalesce(sum(rejected), 0)::int8
-			FROM logtally.seconds WHERE site = $1 AND second > $2 AND second <= $3`, site, after, upTo).
-			QueryRow(func(r pgx.Row) error { return r.Scan(&snap.Requests, &snap.PageViews, &snap.Rejected) })
-		q.Queue(`SELECT count(*) FROM logtally.visitors WHERE site = $1 AND last_seen > $2 AND last_seen <= $3`,
-			site, after, upTo).
-			QueryRow(func(r pgx.Row) error { return r.Scan(&snap.Visitors) })
-		// Whole minutes from window_minute_paths, the seconds of the
-		// minutes at either end from second_paths.
-		firstMinute := logtally.FloorDiv(last-n+60, 60) // the first minute that starts inside
-		endMinute := logtally.FloorDiv(last+1, 60)      // the first minute that ends outside
-		headEnd, tailStart := time.Unix(firstMinute*60, 0).UTC(), time.Unix(endMinute*60, 0).UTC()
-		if firstMinute >= endMinute { // no whole minute: seconds only
-			headEnd, tailStart = upTo.Add(time.Second), upTo.Add(time.Second)
-		}
-		q.Queue(`SELECT path, sum(n)::int8 AS n FROM (
-				SELECT path, pageviews AS n FROM logtally.window_minute_paths
-				WHERE site = $1 AND minute >= $2 AND minute < $3
-				UNION ALL
-				SELECT path, pageviews FROM logtally.second_paths
-				WHERE site = $1 AND (second > $4 AND second < $2 OR second >= $3 AND second <= $5)
-			) AS p GROUP BY path ORDER BY n DESC, path LIMIT $6`,
-			site, headEnd, tailStart, after, upTo, logtally.MaxPages).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var p logtally.PageCount
-					if err := rows.Scan(&p.Path, &p.PageViews); err != nil {
-						return err
-					}
-					snap.Pages = append(snap.Pages, p)
+		q.Queue(windowCounts, site, end, n).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&at, &last, &snap.Requests, &snap.PageViews, &snap.Rejected)
+		})
+		q.Queue(windowVisitors, site, end, n).QueryRow(func(r pgx.Row) error { return r.Scan(&snap.Visitors) })
+		q.Queue(windowPages, site, end, n, logtally.MaxPages).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var p logtally.PageCount
+				if err := rows.Scan(&p.Path, &p.PageViews); err != nil {
+					return err
 				}
-				return rows.Err()
-			})
+				snap.Pages = append(snap.Pages, p)
+			}
+			return rows.Err()
+		})
 		return tx.SendBatch(ctx, q).Close()
 	})
 	if err != nil {
-		return logtally.Snapshot{}, fmt.Errorf("fleet: window: %w", err)
+		return logtally.Snapshot{}, time.Time{}, fmt.Errorf("fleet: window: %w", err)
 	}
-	return snap, nil
+	snap.From, snap.To = time.Unix(last-n+1, 0).UTC(), time.Unix(last+1, 0).UTC()
+	snap.Length = time.Duration(n) * time.Second
+	return snap, at, nil
 }
 
 // Series returns the fleet's history of site from the step that holds from

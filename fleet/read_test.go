@@ -42,7 +42,7 @@ func TestRefresherPublishes(t *testing.T) {
 	srv := pgtest.Start(t) // its own: the test stops it
 	now := time.Unix(t0+600, 0)
 	cfg := DefaultConfig()
-	cfg.URL, cfg.Node, cfg.Refresh = srv.URL(), "a", 10*time.Millisecond
+	cfg.URL, cfg.Node, cfg.Refresh = pinClock(srv.URL(), now), "a", 10*time.Millisecond
 	s, err := Open(testContext(t), cfg, discard())
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,8 @@ func TestApplyLateBatchAfterVisitorSpan(t *testing.T) {
 func TestPrune(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	s := open(t, pgtest.Database(t), "a", time.Unix(t0+3600, 0))
+	url := pgtest.Database(t)
+	s := open(t, url, "a", time.Unix(t0+3600, 0))
 	w := generate(rand.New(rand.NewPCG(71, 72)), 2, 3, 300)
 	applySerial(t, s, w)
 	var paths []string
@@ -140,7 +141,7 @@ func TestPrune(t *testing.T) {
 	wantPaths := wantPathCounts(w.lines, paths, time.Unix(t0, 0), time.UTC)
 
 	// An hour later: the live window's seconds are gone, history stays.
-	got, err := s.Prune(ctx, time.Unix(t0+3600, 0))
+	got, err := s.Prune(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +191,8 @@ func TestPrune(t *testing.T) {
 	// Past the visitor span: the sets are gone, the counts they made stay;
 	// 5- and 15-minute points can no longer be counted distinct.
 	later := time.Unix(t0+int64((DefaultVisitorSpan+pruneMargin+2*time.Hour)/time.Second), 0)
-	s.Now = func() time.Time { return later }
-	if got, err = s.Prune(ctx, later); err != nil {
+	s = open(t, url, "a", later)
+	if got, err = s.Prune(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got["minute_visitors"] == 0 || got["hour_visitors"] == 0 || got["day_visitors"] == 0 || got["minutes"] != 0 {
@@ -202,8 +203,8 @@ func TestPrune(t *testing.T) {
 	// Past the hours' retention: minutes and hours are gone, days stay, and
 	// the per-day page views are folded into the all-time totals.
 	much := time.Unix(t0, 0).Add(DefaultHourRetention + 48*time.Hour)
-	s.Now = func() time.Time { return much }
-	if got, err = s.Prune(ctx, much); err != nil {
+	s = open(t, url, "a", much)
+	if got, err = s.Prune(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got["minutes"] == 0 || got["hours"] == 0 || got["day_paths"] == 0 || got["days"] != 0 {
@@ -238,7 +239,7 @@ func TestPruneOneAtATime(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(pruneLock)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Prune(ctx, time.Now()); got != nil || err != nil {
+	if got, err := s.Prune(ctx); got != nil || err != nil {
 		t.Errorf("Prune while another prunes = %v, %v; want nil, nil", got, err)
 	}
 }

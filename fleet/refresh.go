@@ -79,20 +79,25 @@ func (r *Refresher) run(ctx context.Context) {
 	}
 }
 
-// Refresh reads the View now and publishes it. The loop calls it; a test
-// may too.
+// Refresh reads the View now and publishes it: the live window that ends
+// at the database's clock, and the series up to it, so that every node's
+// View of one moment is the same whatever its own clock says. It measures
+// the node's clock against the database's on the way. The loop calls it; a
+// test may too.
 func (r *Refresher) Refresh(ctx context.Context) error {
-	now := r.store.Now()
-	v := &View{AsOf: now}
+	st := r.store
+	before := st.Now()
+	v := &View{}
 	var err error
-	v.Window, err = r.store.Window(ctx, r.site, now, r.store.cfg.Window)
+	v.Window, v.AsOf, err = st.LiveWindow(ctx, r.site, st.cfg.Window)
 	if err == nil {
-		v.Series, err = r.store.Series(ctx, r.site, now.Add(-SeriesSpan), now, time.Minute)
+		st.observeClock(ctx, before, st.Now(), v.AsOf)
+		v.Series, err = st.Series(ctx, r.site, v.AsOf.Add(-SeriesSpan), v.AsOf, time.Minute)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		r.lastErr, r.errAt = err, now
+		r.lastErr, r.errAt = err, before
 		return err
 	}
 	r.lastErr = nil

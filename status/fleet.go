@@ -24,6 +24,10 @@ func fleetStatus(s fleet.NodeStats, now time.Time) *api.FleetStatus {
 	if s.RefreshError != nil {
 		st.RefreshError = s.RefreshError.Error()
 	}
+	if c := s.Clock; !c.Measured.IsZero() {
+		st.Clock = &api.ClockStatus{OffsetSeconds: c.Offset.Seconds(), MaxSkewSeconds: c.MaxSkew.Seconds(),
+			MeasuredAt: c.Measured.UTC(), FutureLines: c.Future}
+	}
 	return st
 }
 
@@ -54,6 +58,10 @@ var (
 		nil, nil)
 	viewAgeDesc = prometheus.NewDesc("logtally_fleet_view_age_seconds",
 		"Age of the fleet counts the API serves (absent before the first read).", nil, nil)
+	clockOffsetDesc = prometheus.NewDesc("logtally_fleet_clock_offset_seconds",
+		"This node's clock minus the fleet database's, as last measured (absent before the first measure).", nil, nil)
+	futureLinesDesc = prometheus.NewDesc("logtally_fleet_future_lines_total",
+		"Lines left out of the fleet's live window for being dated beyond the fleet database's clock plus --max-skew.", nil, nil)
 )
 
 // fleetCollector reports fleet mode's shipping lag and view age.
@@ -64,7 +72,7 @@ type fleetCollector struct {
 
 func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{outboxBatchesDesc, outboxBytesDesc, outboxAgeDesc, shippedDesc,
-		shipFailuresDesc, shippingDesc, blockedDesc, viewAgeDesc} {
+		shipFailuresDesc, shippingDesc, blockedDesc, viewAgeDesc, clockOffsetDesc, futureLinesDesc} {
 		ch <- d
 	}
 }
@@ -89,6 +97,11 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(blockedDesc, blocked)
 	if !s.AsOf.IsZero() {
-		gauge(viewAgeDesc, age(s.AsOf, now))
+		// AsOf is by the database's clock; now, by this node's.
+		gauge(viewAgeDesc, age(s.AsOf.Add(s.Clock.Offset), now))
 	}
+	if !s.Clock.Measured.IsZero() {
+		gauge(clockOffsetDesc, s.Clock.Offset.Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(futureLinesDesc, prometheus.CounterValue, float64(s.Clock.Future))
 }

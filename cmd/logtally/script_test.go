@@ -36,7 +36,9 @@ const testNowEnv = "LOGTALLY_TEST_NOW"
 const testSalt = 0x5eed
 
 // scriptSetup is how the scripts' logtally differs from the real one: its
-// visitor-hash salt, and its clock when testNowEnv is set.
+// visitor-hash salt, and its clock when testNowEnv is set, and the fleet
+// database's with it (the session setting logtally.now, through PGOPTIONS:
+// see fleet's dbNow).
 func scriptSetup(m *Main) {
 	m.Salt = testSalt
 	if v := os.Getenv(testNowEnv); v != "" {
@@ -45,6 +47,7 @@ func scriptSetup(m *Main) {
 			panic(fmt.Sprintf("%s=%q: %v", testNowEnv, v, err))
 		}
 		m.Now = func() time.Time { return now }
+		os.Setenv("PGOPTIONS", "-c logtally.now="+v)
 	}
 }
 
