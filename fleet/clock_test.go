@@ -25,16 +25,12 @@ func openClocks(t *testing.T, url string, cfg Config, clock, db time.Time) *Stor
 	return s
 }
 
-// register records s's node in logtally.nodes with its --window and
-// --max-skew, as a node's registration in the fleet does.
+// register registers s's node (testIdent), which records its --window and
+// --max-skew in logtally.nodes.
 func register(t *testing.T, s *Store) {
 	t.Helper()
-	_, err := s.pool.Exec(testContext(t), `INSERT INTO logtally.nodes (id, name, window_seconds, max_skew_seconds)
-		VALUES (gen_random_uuid(), $1, $2, $3)
-		ON CONFLICT (name) DO UPDATE SET window_seconds = EXCLUDED.window_seconds, max_skew_seconds = EXCLUDED.max_skew_seconds`,
-		s.cfg.Node, int32(s.cfg.Window/time.Second), int32(s.cfg.MaxSkew/time.Second))
-	if err != nil {
-		t.Fatalf("register %s: %v", s.cfg.Node, err)
+	if _, _, err := s.Register(testContext(t), testIdent(s.cfg.Node), false); err != nil {
+		t.Fatal(err)
 	}
 }
 
