@@ -22,85 +22,152 @@ type Entry struct {
 	Batch       *tally.Batch
 }
 
-// Apply adds entry e of node to the fleet's counts, exactly once: in one
-// transaction it locks the node's cursor, checks e against it, adds the
-// batch, moves the cursor to e (its number and checksum) and records the
-// read positions the batch ends at.
-//
-// An entry at or below the cursor was applied before: Apply changes
-// nothing and returns false, nil, and the caller treats the batch as
-// shipped. One beyond the cursor's next is a gap: Apply returns an error
-// wrapping ErrGap. The cursor's own entry must have the cursor's checksum,
-// and the next must name it as its parent; otherwise the node's database is
-// not the one that shipped the cursor's batch (ErrBehind). Any other error
-// leaves the database as it was, and the same entry may be sent again: it
-// may have been applied if the error came after COMMIT was sent, which the
-// cursor then tells. The node must be registered (Register).
-//
-// The batch is sent as a few statements over arrays, in one round trip, so
-// a 50,000-line batch costs about as many round trips as a small one.
-// Apply does not change the batch.
+// Apply adds entry e of node to the fleet's counts, exactly once: it is
+// ApplyEntries of e alone, and reports whether e was applied now.
 func (s *Store) Apply(ctx context.Context, node Ident, e Entry) (applied bool, err error) {
+	n, err := s.ApplyEntries(ctx, node, []Entry{e})
+	return n > 0, err
+}
+
+// ApplyEntries adds consecutive entries of node to the fleet's counts,
+// exactly once, in one transaction: it locks the node's cursor, checks the
+// entries against it, adds what the entries not applied before add (summed
+// per row, so several seconds' batches cost about one's rows where they
+// share keys), moves the cursor to the last entry (its number and
+// checksum) and records the read positions it ends at. It returns how many
+// entries it applied now.
+//
+// Entries at or below the cursor were applied before and are skipped; if
+// all were, ApplyEntries changes nothing and returns 0, nil, and the caller
+// treats them as shipped. A first entry beyond the cursor's next is a gap:
+// an error wrapping ErrGap. The cursor's own entry must have the cursor's
+// checksum, and the next must name it as its parent; otherwise the node's
+// database is not the one that shipped the cursor's batch (ErrBehind). Any
+// other error leaves the database as it was, and the same entries may be
+// sent again: they may have been applied if the error came after COMMIT
+// was sent, which the cursor then tells. The node must be registered
+// (Register).
+//
+// The rows are sent as a few statements over arrays, in one round trip,
+// so a 50,000-line batch costs about as many round trips as a small one.
+// ApplyEntries does not change the batches.
+func (s *Store) ApplyEntries(ctx context.Context, node Ident, es []Entry) (applied int, err error) {
 	if node.Name == "" {
-		return false, errors.New("fleet: apply: no node name")
+		return 0, errors.New("fleet: apply: no node name")
 	}
-	if e.Seq == 0 || e.Seq > math.MaxInt64 {
-		return false, fmt.Errorf("fleet: apply: batch number %d out of range", e.Seq)
+	if err := checkRun(es); err != nil {
+		return 0, err
 	}
-	p := s.prepare(e.Batch, s.Now())
+	first, last := es[0].Seq, es[len(es)-1].Seq
+	defer func() {
+		if err != nil {
+			s.sent.forget(node.ID)
+		}
+	}()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: %w", node.Name, e.Seq, err)
+		return 0, fmt.Errorf("fleet: apply %s/%d-%d: %w", node.Name, first, last, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if fresh, err := lockCursor(ctx, tx, node, e); err != nil || !fresh {
-		return false, err
+	es, err = lockCursor(ctx, tx, node, es)
+	if err != nil || len(es) == 0 {
+		return 0, err
 	}
-	q := p.statements(e.Batch.Site(), node.Name)
-	moveCursor(q, node, e)
+	q, sites := s.statements(es, node)
+	moveCursor(q, node, es)
 	if err := tx.SendBatch(ctx, q).Close(); err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: %w", node.Name, e.Seq, err)
+		return 0, fmt.Errorf("fleet: apply %s/%d-%d: %w", node.Name, es[0].Seq, last, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: commit: %w", node.Name, e.Seq, err)
+		return 0, fmt.Errorf("fleet: apply %s/%d-%d: commit: %w", node.Name, es[0].Seq, last, err)
 	}
-	s.countFuture(p.future)
-	return true, nil
+	for site, p := range sites {
+		s.sent.record(node.ID, site, p)
+		s.countFuture(p.future)
+	}
+	return len(es), nil
 }
 
-// lockCursor locks node's cursor in tx and checks e against it: it
-// reports whether e is the next entry to apply, false for one applied
-// before, and an error for a gap or another database's entry.
-func lockCursor(ctx context.Context, tx pgx.Tx, node Ident, e Entry) (fresh bool, err error) {
+// checkRun checks that es is a run of consecutive entry numbers, each
+// naming the one before as its parent.
+func checkRun(es []Entry) error {
+	if len(es) == 0 {
+		return errors.New("fleet: apply: no entries")
+	}
+	for i, e := range es {
+		if e.Seq == 0 || e.Seq > math.MaxInt64 {
+			return fmt.Errorf("fleet: apply: batch number %d out of range", e.Seq)
+		}
+		if i > 0 && (e.Seq != es[i-1].Seq+1 || e.Parent != es[i-1].Sum) {
+			return fmt.Errorf("fleet: apply: batch %d does not follow %d", e.Seq, es[i-1].Seq)
+		}
+	}
+	return nil
+}
+
+// statements returns the statements that add es's batches to their
+// sites' counts, node's rows where counts are kept per node, sites in
+// order, and each site's payload.
+func (s *Store) statements(es []Entry, node Ident) (*pgx.Batch, map[string]*payload) {
+	bySite := map[string][]*tally.Batch{}
+	for _, e := range es {
+		bySite[e.Batch.Site()] = append(bySite[e.Batch.Site()], e.Batch)
+	}
+	q := &pgx.Batch{}
+	now := s.Now()
+	sites := make(map[string]*payload, len(bySite))
+	for _, site := range slices.Sorted(maps.Keys(bySite)) {
+		p := s.prepare(bySite[site], now, s.sent.known(node.ID, site))
+		p.queue(q, site, node.Name)
+		sites[site] = p
+	}
+	return q, sites
+}
+
+// lockCursor locks node's cursor in tx and checks es against it: it
+// returns the entries to apply, those after the cursor, none if all were
+// applied before, and an error for a gap or another database's entry.
+func lockCursor(ctx context.Context, tx pgx.Tx, node Ident, es []Entry) ([]Entry, error) {
 	var last int64
 	var sum []byte
-	err = tx.QueryRow(ctx, "SELECT last_seq, last_sum FROM logtally.nodes WHERE id = $1 FOR UPDATE", node.ID).Scan(&last, &sum)
+	first := es[0].Seq
+	err := tx.QueryRow(ctx, "SELECT last_seq, last_sum FROM logtally.nodes WHERE id = $1 FOR UPDATE", node.ID).Scan(&last, &sum)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("fleet: apply %s/%d: the node is not registered", node.Name, e.Seq)
+		return nil, fmt.Errorf("fleet: apply %s/%d: the node is not registered", node.Name, first)
 	}
 	if err != nil {
-		return false, fmt.Errorf("fleet: apply %s/%d: cursor: %w", node.Name, e.Seq, err)
+		return nil, fmt.Errorf("fleet: apply %s/%d: cursor: %w", node.Name, first, err)
 	}
-	known := len(sum) == len(e.Sum)
-	switch seq := int64(e.Seq); {
-	case seq == last && known && string(sum) != string(e.Sum[:]):
-		return false, fmt.Errorf("fleet: apply %s/%d: the fleet applied another batch under this number: %w", node.Name, e.Seq, ErrBehind)
-	case seq <= last:
-		return false, nil
-	case seq > last+1:
-		return false, fmt.Errorf("fleet: apply %s/%d: cursor at %d: %w", node.Name, e.Seq, last, ErrGap)
-	case known && string(sum) != string(e.Parent[:]):
-		return false, fmt.Errorf("fleet: apply %s/%d: it follows another batch than the fleet's %d: %w", node.Name, e.Seq, last, ErrBehind)
+	known := len(sum) == len(es[0].Sum)
+	if int64(first) > last+1 {
+		return nil, fmt.Errorf("fleet: apply %s/%d: cursor at %d: %w", node.Name, first, last, ErrGap)
 	}
-	return true, nil
+	if int64(first) <= last {
+		i := last - int64(first) // the cursor's entry, if es holds it
+		if i >= int64(len(es)) {
+			return nil, nil
+		}
+		if known && string(sum) != string(es[i].Sum[:]) {
+			return nil, fmt.Errorf("fleet: apply %s/%d: the fleet applied another batch under this number: %w", node.Name, es[i].Seq, ErrBehind)
+		}
+		return es[i+1:], nil
+	}
+	if known && string(sum) != string(es[0].Parent[:]) {
+		return nil, fmt.Errorf("fleet: apply %s/%d: it follows another batch than the fleet's %d: %w", node.Name, first, last, ErrBehind)
+	}
+	return es, nil
 }
 
-// moveCursor queues the statements that move node's cursor to e and record
-// the read positions e's batch ends at.
-func moveCursor(q *pgx.Batch, node Ident, e Entry) {
+// moveCursor queues the statements that move node's cursor to the last
+// of es and record the read positions its batches end at.
+func moveCursor(q *pgx.Batch, node Ident, es []Entry) {
+	e := es[len(es)-1]
 	q.Queue("UPDATE logtally.nodes SET last_seq = $2, last_sum = $3, seen_at = now() WHERE id = $1",
 		node.ID, int64(e.Seq), e.Sum[:])
-	pos := e.Batch.Positions()
+	pos := map[string]int64{}
+	for _, e := range es {
+		maps.Copy(pos, e.Batch.Positions())
+	}
 	if len(pos) == 0 {
 		return
 	}
@@ -140,14 +207,20 @@ const (
 	addVisitors = `WITH added AS (
 		INSERT INTO logtally.%[1]s_visitors (site, %[2]s, visitor)
 		SELECT $1, u.k, u.v FROM unnest($3::%[3]s[], $4::int8[]) AS u(k, v)
+		WHERE NOT EXISTS (SELECT FROM logtally.%[1]s_visitors AS c WHERE c.site = $1 AND c.%[2]s = u.k AND c.visitor = u.v)
 		ON CONFLICT DO NOTHING
 		RETURNING %[2]s AS k)
 	UPDATE logtally.%[1]ss AS t SET visitors = t.visitors + a.n
 	FROM (SELECT k, count(*) AS n FROM added GROUP BY k) AS a
 	WHERE t.site = $1 AND t.node = $2 AND t.%[2]s = a.k`
 
+	// Each visitor's latest second is kept, whichever node saw it: a
+	// visitor some node already gave this second or a later one is left
+	// out before its row is locked, as on a busy site many nodes see the
+	// same visitors in the same seconds.
 	upsertLastSeen = `INSERT INTO logtally.visitors AS t (site, visitor, last_seen)
-	SELECT $1, u.* FROM unnest($2::int8[], $3::timestamptz[]) AS u
+	SELECT $1, u.v, u.s FROM unnest($2::int8[], $3::timestamptz[]) AS u(v, s)
+	WHERE NOT EXISTS (SELECT FROM logtally.visitors AS c WHERE c.site = $1 AND c.visitor = u.v AND c.last_seen >= u.s)
 	ON CONFLICT (site, visitor) DO UPDATE SET last_seen = EXCLUDED.last_seen
 	WHERE t.last_seen < EXCLUDED.last_seen`
 
@@ -168,10 +241,9 @@ var (
 	upsertDayPaths      = fmt.Sprintf(upsertPaths, "day_paths", "day", "date")
 )
 
-// statements returns the batch of statements that adds p to site's counts,
-// node's rows where counts are kept per node. Empty tables are skipped.
-func (p *payload) statements(site, node string) *pgx.Batch {
-	q := &pgx.Batch{}
+// queue queues the statements that add p to site's counts, node's rows
+// where counts are kept per node. Empty tables are skipped.
+func (p *payload) queue(q *pgx.Batch, site, node string) {
 	counts := func(sql string, r *countRows) {
 		if len(r.keys) == 0 {
 			return
@@ -193,9 +265,6 @@ func (p *payload) statements(site, node string) *pgx.Batch {
 			q.Queue(v.sql, site, node, v.set.keys, v.set.visitors)
 		}
 	}
-	if len(p.lastSeen.keys) > 0 {
-		q.Queue(upsertLastSeen, site, p.lastSeen.visitors, p.lastSeen.keys)
-	}
 	for _, v := range []struct {
 		sql  string
 		rows *pathRows
@@ -204,5 +273,9 @@ func (p *payload) statements(site, node string) *pgx.Batch {
 			q.Queue(v.sql, site, v.rows.keys, v.rows.paths, v.rows.views)
 		}
 	}
-	return q
+	// Last: the rows most nodes touch in the same seconds, whose locks
+	// are then held for the shortest time.
+	if len(p.lastSeen.keys) > 0 {
+		q.Queue(upsertLastSeen, site, p.lastSeen.visitors, p.lastSeen.keys)
+	}
 }

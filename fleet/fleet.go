@@ -294,6 +294,8 @@ type Store struct {
 
 	// clock is this node's clock against the database's: see clock.go.
 	clock clock
+	// sent is what each node added to the recent visitor sets: see sent.go.
+	sent sentSets
 }
 
 // Open connects to the fleet database, creates or upgrades its schema and,

@@ -1,10 +1,9 @@
 package fleet
 
 import (
-	"cmp"
 	"maps"
-	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -32,6 +31,12 @@ func (c *sums) add(d *tally.Delta) {
 	}
 }
 
+func (c *sums) addSums(o *sums) {
+	for i, n := range o {
+		c[i] += n
+	}
+}
+
 func (r *countRows) add(key time.Time, c *sums, approximate bool) {
 	r.keys = append(r.keys, key)
 	for i, n := range c {
@@ -53,7 +58,9 @@ type pathRows struct {
 	views []int64
 }
 
-// payload is a batch turned into rows: what Apply sends.
+// payload is one site's share of one or more batches turned into rows:
+// what Apply sends. Each row's key appears once, however many batches
+// added to it, as an upsert may not touch a row twice.
 type payload struct {
 	minutes, hours, days                      countRows
 	minuteVisitors, hourVisitors, dayVisitors pairs
@@ -63,7 +70,8 @@ type payload struct {
 	future                                    int64 // requests of live seconds left out: see liveSeconds
 }
 
-// bucket is an hour's or a day's share of a batch while it is gathered.
+// bucket is a minute's, an hour's or a day's share of the batches while
+// they are gathered.
 type bucket struct {
 	key      time.Time
 	sums     sums
@@ -71,169 +79,210 @@ type bucket struct {
 	sealed   bool
 }
 
-// prepare turns b into rows, before any transaction is open. now decides
-// which buckets' visitor sets may already be pruned (sealed): their
-// visitors are left out and their rows marked approximate.
-func (s *Store) prepare(b *tally.Batch, now time.Time) *payload {
-	p := &payload{}
-	names := b.Paths()
-	g := &gather{loc: s.loc, sealedBefore: now.Add(-s.cfg.VisitorSpan), dayViews: map[time.Time]map[int32]int64{}}
-	p.addMinutes(b, g)
-	addBuckets(g.hours, &p.hours, &p.hourVisitors)
-	addBuckets(g.days, &p.days, &p.dayVisitors)
-	for _, day := range slices.SortedFunc(maps.Keys(g.dayViews), func(a, b time.Time) int { return a.Compare(b) }) {
-		appendPathRows(&p.dayPaths, day, g.dayViews[day], names)
+// pathViews are page views per path of the buckets of one kind, by the
+// bucket's start in Unix seconds (a day's: its date at 00:00 UTC).
+type pathViews map[int64]map[string]int64
+
+// add counts views (path numbers into names) in bucket key.
+func (pv pathViews) add(key int64, ids map[int32]int64, names []string) {
+	m := pv[key]
+	if m == nil {
+		m = make(map[string]int64, len(ids))
+		pv[key] = m
 	}
-	p.addSeconds(b, names, s.liveUntil(now))
-	return p
+	for id, n := range ids {
+		m[names[id]] += n
+	}
 }
 
-// gather holds what prepare collects from a batch's minutes for the rows of
-// coarser buckets: the hours and days they fall in, in time order, and the
-// page views per path of each day.
+// gather collects one site's batches, in commit order, into the rows of a
+// payload: it sums what several batches add to one bucket, keeps each
+// visitor's latest second, and names paths by their text (each batch
+// numbers its own).
 type gather struct {
 	loc          *time.Location
 	sealedBefore time.Time // a bucket ending at or before this is sealed
-	hours, days  []*bucket
-	dayViews     map[time.Time]map[int32]int64 // path number -> page views
+	until        int64     // the last live second (liveUntil)
+
+	minutes                            map[int64]*bucket // by Unix minute
+	seconds                            map[int64]*sums   // live seconds, by Unix second
+	lastSeen                           map[int64]int64   // visitor -> its latest live second
+	dayPaths, secondPaths, minutePaths pathViews
+	future                             int64
+	sent                               *sent // members the node sent to the sets before: left out
+
+	ids map[int32]int64 // scratch: page views per path number of one bucket
 }
 
-// hour returns the bucket of the hour that starts at hour; minutes come in
-// time order, so it is the last one or a new one.
-func (g *gather) hour(hour time.Time) *bucket {
-	if len(g.hours) == 0 || !g.hours[len(g.hours)-1].key.Equal(hour) {
-		g.hours = append(g.hours, &bucket{key: hour, sealed: !hour.Add(time.Hour).After(g.sealedBefore)})
+func newGather(loc *time.Location, sealedBefore time.Time, until int64, sent *sent) *gather {
+	return &gather{loc: loc, sealedBefore: sealedBefore, until: until, sent: sent,
+		minutes: map[int64]*bucket{}, seconds: map[int64]*sums{}, lastSeen: map[int64]int64{},
+		dayPaths: pathViews{}, secondPaths: pathViews{}, minutePaths: pathViews{}, ids: map[int32]int64{}}
+}
+
+// prepare turns one site's batches, in commit order, into rows, before
+// any transaction is open. now decides which buckets' visitor sets may
+// already be pruned (sealed): their visitors are left out and their rows
+// marked approximate. The members of visitor sets in sent are left out.
+func (s *Store) prepare(batches []*tally.Batch, now time.Time, sent *sent) *payload {
+	g := newGather(s.loc, now.Add(-s.cfg.VisitorSpan), s.liveUntil(now), sent)
+	for _, b := range batches {
+		g.addMinutes(b)
+		g.addSeconds(b)
 	}
-	return g.hours[len(g.hours)-1]
+	return g.payload()
 }
 
-// day returns the bucket of the day, in the fleet's zone, that holds start.
-func (g *gather) day(start time.Time) *bucket {
+// dayOf returns the key of the day, in the fleet's zone, that holds start:
+// its date at 00:00 UTC, and whether the day is sealed.
+func (g *gather) dayOf(start time.Time) (time.Time, bool) {
 	y, m, dd := start.In(g.loc).Date()
-	day := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
-	if len(g.days) == 0 || !g.days[len(g.days)-1].key.Equal(day) {
-		end := time.Date(y, m, dd+1, 0, 0, 0, 0, g.loc)
-		g.days = append(g.days, &bucket{key: day, sealed: !end.After(g.sealedBefore)})
-	}
-	return g.days[len(g.days)-1]
+	end := time.Date(y, m, dd+1, 0, 0, 0, 0, g.loc)
+	return time.Date(y, m, dd, 0, 0, 0, 0, time.UTC), !end.After(g.sealedBefore)
 }
 
-// addDayViews counts page views (path numbers) in day's.
-func (g *gather) addDayViews(day time.Time, views []int32) {
-	dv := g.dayViews[day]
-	if dv == nil {
-		dv = map[int32]int64{}
-		g.dayViews[day] = dv
-	}
+// countIDs counts views into g.ids, emptied first.
+func (g *gather) countIDs(views []int32) map[int32]int64 {
+	clear(g.ids)
 	for _, id := range views {
-		dv[id]++
+		g.ids[id]++
+	}
+	return g.ids
+}
+
+// addMinutes adds b's minutes: their counts, visitors and the page views
+// per path of the days they fall in.
+func (g *gather) addMinutes(b *tally.Batch) {
+	names := b.Paths()
+	for minute, d := range b.Minutes() {
+		k := g.minutes[minute]
+		if k == nil {
+			start := time.Unix(minute*60, 0).UTC()
+			k = &bucket{key: start, sealed: !start.Add(time.Minute).After(g.sealedBefore)}
+			g.minutes[minute] = k
+		}
+		k.sums.add(d)
+		for _, v := range d.Visitors {
+			k.visitors = append(k.visitors, int64(v))
+		}
+		if len(d.Views) > 0 {
+			day, _ := g.dayOf(k.key)
+			g.dayPaths.add(day.Unix(), g.countIDs(d.Views), names)
+		}
 	}
 }
 
-// addMinutes adds the rows of b's minutes and, for those not sealed, their
-// visitor sets, and gathers the minutes' hours, days and page views in g.
-func (p *payload) addMinutes(b *tally.Batch, g *gather) {
-	var set []int64
-	for minute, d := range b.Minutes() {
-		start := time.Unix(minute*60, 0).UTC()
-		var c sums
-		c.add(d)
-		set = visitorSet(set[:0], d.Visitors)
-		sealed := !start.Add(time.Minute).After(g.sealedBefore)
-		p.minutes.add(start, &c, sealed && len(set) > 0)
-		if !sealed {
-			for _, v := range set {
-				p.minuteVisitors.keys = append(p.minuteVisitors.keys, start)
-				p.minuteVisitors.visitors = append(p.minuteVisitors.visitors, v)
+// addSeconds adds b's live seconds up to g.until: their counts, each
+// visitor's latest second, and the page views per path of each second and
+// of each minute they fall in (which whole minutes of a window read).
+func (g *gather) addSeconds(b *tally.Batch) {
+	names := b.Paths()
+	for sec, d := range liveSeconds(b.Seconds(), g.until, &g.future) {
+		c := g.seconds[sec]
+		if c == nil {
+			c = &sums{}
+			g.seconds[sec] = c
+		}
+		c.addSums(&sums{d.Requests, d.PageViews, 0, d.Rejected})
+		for _, v := range d.Visitors {
+			if last, ok := g.lastSeen[int64(v)]; !ok || last < sec {
+				g.lastSeen[int64(v)] = sec
 			}
 		}
-		h := g.hour(start.Truncate(time.Hour))
-		h.sums.add(d)
-		h.visitors = append(h.visitors, set...)
-		dy := g.day(start)
-		dy.sums.add(d)
-		dy.visitors = append(dy.visitors, set...)
 		if len(d.Views) > 0 {
-			g.addDayViews(dy.key, d.Views)
+			ids := g.countIDs(d.Views)
+			g.secondPaths.add(sec, ids, names)
+			g.minutePaths.add(logtally.FloorDiv(sec, 60)*60, ids, names)
 		}
 	}
+}
+
+// payload returns the rows gathered, each table's in key order.
+func (g *gather) payload() *payload {
+	p := &payload{future: g.future}
+	var hours, days []*bucket
+	for _, minute := range slices.Sorted(maps.Keys(g.minutes)) {
+		k := g.minutes[minute]
+		k.visitors = distinct(k.visitors)
+		p.minutes.add(k.key, &k.sums, k.sealed && len(k.visitors) > 0)
+		if !k.sealed {
+			g.appendPairs(&p.minuteVisitors, minuteSet, k.key, k.visitors)
+		}
+		hour := k.key.Truncate(time.Hour)
+		if len(hours) == 0 || !hours[len(hours)-1].key.Equal(hour) {
+			hours = append(hours, &bucket{key: hour, sealed: !hour.Add(time.Hour).After(g.sealedBefore)})
+		}
+		hours[len(hours)-1].merge(k)
+		day, sealed := g.dayOf(k.key)
+		if len(days) == 0 || !days[len(days)-1].key.Equal(day) {
+			days = append(days, &bucket{key: day, sealed: sealed})
+		}
+		days[len(days)-1].merge(k)
+	}
+	g.addBuckets(hours, hourSet, &p.hours, &p.hourVisitors)
+	g.addBuckets(days, daySet, &p.days, &p.dayVisitors)
+	for _, sec := range slices.Sorted(maps.Keys(g.seconds)) {
+		p.seconds.add(time.Unix(sec, 0).UTC(), g.seconds[sec], false)
+	}
+	for _, v := range slices.Sorted(maps.Keys(g.lastSeen)) {
+		p.lastSeen.visitors = append(p.lastSeen.visitors, v)
+		p.lastSeen.keys = append(p.lastSeen.keys, time.Unix(g.lastSeen[v], 0).UTC())
+	}
+	g.secondPaths.appendRows(&p.secondPaths)
+	g.minutePaths.appendRows(&p.windowMinutePaths)
+	g.dayPaths.appendRows(&p.dayPaths)
+	return p
+}
+
+// merge adds minute k's counts and visitors to the hour or day b.
+func (b *bucket) merge(k *bucket) {
+	b.sums.addSums(&k.sums)
+	b.visitors = append(b.visitors, k.visitors...)
 }
 
 // addBuckets adds the rows of hours' or days' buckets and, for those not
 // sealed, their visitor sets, made distinct.
-func addBuckets(buckets []*bucket, rows *countRows, sets *pairs) {
+func (g *gather) addBuckets(buckets []*bucket, kind setKind, rows *countRows, sets *pairs) {
 	for _, k := range buckets {
-		slices.Sort(k.visitors)
-		k.visitors = slices.Compact(k.visitors)
+		k.visitors = distinct(k.visitors)
 		rows.add(k.key, &k.sums, k.sealed && len(k.visitors) > 0)
-		if k.sealed {
+		if !k.sealed {
+			g.appendPairs(sets, kind, k.key, k.visitors)
+		}
+	}
+}
+
+// appendPairs appends the rows of the visitors of a set, but for those
+// the node sent to it before.
+func (g *gather) appendPairs(sets *pairs, kind setKind, key time.Time, visitors []int64) {
+	k := bucketKey{kind, key}
+	for _, v := range visitors {
+		if g.sent.has(k, v) {
 			continue
 		}
-		for _, v := range k.visitors {
-			sets.keys = append(sets.keys, k.key)
-			sets.visitors = append(sets.visitors, v)
-		}
+		sets.keys = append(sets.keys, key)
+		sets.visitors = append(sets.visitors, v)
 	}
 }
 
-// addSeconds adds the rows of b's live seconds up to until: their counts,
-// each visitor's latest second, and the page views per path of each second
-// and of each minute they fall in (which whole minutes of a window read).
-func (p *payload) addSeconds(b *tally.Batch, names []string, until int64) {
-	last := map[int64]int64{} // visitor -> its latest second in the batch
-	views := map[int32]int64{}
-	minuteViews := map[int32]int64{}
-	minute := int64(math.MinInt64)
-	for sec, d := range liveSeconds(b.Seconds(), until, &p.future) {
-		start := time.Unix(sec, 0).UTC()
-		c := sums{d.Requests, d.PageViews, 0, d.Rejected}
-		p.seconds.add(start, &c, false)
-		for _, v := range d.Visitors {
-			last[int64(v)] = sec // seconds come in time order
-		}
-		clear(views)
-		for _, id := range d.Views {
-			views[id]++
-		}
-		appendPathRows(&p.secondPaths, start, views, names)
-		if m := logtally.FloorDiv(sec, 60); m != minute {
-			if len(minuteViews) > 0 {
-				appendPathRows(&p.windowMinutePaths, time.Unix(minute*60, 0).UTC(), minuteViews, names)
-				clear(minuteViews)
-			}
-			minute = m
-		}
-		for id, n := range views {
-			minuteViews[id] += n
-		}
-	}
-	if len(minuteViews) > 0 {
-		appendPathRows(&p.windowMinutePaths, time.Unix(minute*60, 0).UTC(), minuteViews, names)
-	}
-	for _, v := range slices.Sorted(maps.Keys(last)) {
-		p.lastSeen.visitors = append(p.lastSeen.visitors, v)
-		p.lastSeen.keys = append(p.lastSeen.keys, time.Unix(last[v], 0).UTC())
-	}
+// distinct sorts vs and drops repeats, in place.
+func distinct(vs []int64) []int64 {
+	slices.Sort(vs)
+	return slices.Compact(vs)
 }
 
-// visitorSet appends to dst the distinct visitors of vs as signed bigints
-// (how PostgreSQL stores them), sorted in their order.
-func visitorSet(dst []int64, vs []uint64) []int64 {
-	for _, v := range vs {
-		dst = append(dst, int64(v))
-	}
-	slices.Sort(dst)
-	return slices.Compact(dst)
-}
-
-// appendPathRows appends one bucket's page views per path, sorted by path:
-// every transaction takes the rows' locks in the same order, so two nodes
-// adding to the same paths wait for each other but never deadlock.
-func appendPathRows(r *pathRows, key time.Time, views map[int32]int64, names []string) {
-	ids := slices.SortedFunc(maps.Keys(views), func(a, b int32) int { return cmp.Compare(names[a], names[b]) })
-	for _, id := range ids {
-		r.keys = append(r.keys, key)
-		r.paths = append(r.paths, names[id])
-		r.views = append(r.views, views[id])
+// appendRows appends the page views per path of every bucket, buckets in
+// time order and each bucket's paths sorted: every transaction takes the
+// rows' locks in the same order, so two nodes adding to the same paths
+// wait for each other but never deadlock.
+func (pv pathViews) appendRows(r *pathRows) {
+	for _, key := range slices.Sorted(maps.Keys(pv)) {
+		views := pv[key]
+		start := time.Unix(key, 0).UTC()
+		for _, path := range slices.SortedFunc(maps.Keys(views), strings.Compare) {
+			r.keys = append(r.keys, start)
+			r.paths = append(r.paths, path)
+			r.views = append(r.views, views[path])
+		}
 	}
 }

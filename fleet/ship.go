@@ -20,9 +20,9 @@ type shipment struct {
 	failing  bool              // the last attempt failed
 }
 
-// ship sends the outbox to st in number order, one transaction per batch,
-// until ctx is done or an error that retrying cannot mend (a gap, a reused
-// node name) stops it. Any other error is retried on the same batch: with
+// ship sends the outbox to st in number order, what waits together in one
+// transaction (gatherEntries), until ctx is done or an error that retrying
+// cannot mend (a gap, a reused node name) stops it. Any other error is retried on the same batch: with
 // backoff, or if it blocks (blockedBy) only every blockedRetry. Apply's
 // cursor tells a batch applied before from a new one, so a re-sent batch
 // is counted once.
@@ -85,15 +85,16 @@ func (sh *shipment) resync(ctx context.Context) error {
 	return nil
 }
 
-// next ships the next entry, or when there is none deletes what was
-// acknowledged and waits for a commit to add one.
+// next ships the entries waiting, several in one transaction (see
+// gatherEntries), or when there are none deletes what was acknowledged and
+// waits for a commit to add one.
 func (sh *shipment) next(ctx context.Context) error {
 	n := sh.n
-	e, ok, err := n.outbox.Next(sh.acked)
+	es, err := sh.gatherEntries()
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if len(es) == 0 {
 		if err := sh.flush(); err != nil {
 			return err
 		}
@@ -103,32 +104,59 @@ func (sh *shipment) next(ctx context.Context) error {
 		}
 		return nil
 	}
-	if e.Seq != sh.acked+1 {
-		return fmt.Errorf("fleet: outbox entry %d follows %d: %w", e.Seq, sh.acked, ErrGap)
-	}
-	var b tally.Batch
-	if err := b.UnmarshalBinary(e.Batch); err != nil {
-		return fmt.Errorf("fleet: outbox entry %d: %w", e.Seq, err)
-	}
-	sum := e.Sum()
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
-	applied, err := sh.st.Apply(actx, sh.node, Entry{Seq: e.Seq, Sum: sum, Parent: sh.ackedSum, Batch: &b})
+	applied, err := sh.st.ApplyEntries(actx, sh.node, es)
 	cancel()
 	if err != nil {
 		return err
 	}
-	sh.acked, sh.ackedSum = e.Seq, sum
-	n.status.acked.Store(e.Seq)
-	if applied {
-		n.status.applied.Add(1)
-	} else {
-		n.status.duplicates.Add(1)
-	}
+	last := es[len(es)-1]
+	sh.acked, sh.ackedSum = last.Seq, last.Sum
+	n.status.acked.Store(last.Seq)
+	n.status.applied.Add(int64(applied))
+	n.status.duplicates.Add(int64(len(es) - applied))
 	sh.recovered()
 	if sh.acked-sh.deleted >= deleteEvery {
 		return sh.flush()
 	}
 	return nil
+}
+
+// Coalescing: a node that falls behind (a slow or unreachable fleet
+// database, a burst) ships what waits in fewer, larger transactions, whose
+// rows are summed per key, so that it catches up rather than falling
+// further behind. One that keeps up ships each batch as it is committed.
+const (
+	maxCoalesce      = 64       // entries in one transaction
+	maxCoalesceBytes = 32 << 20 // their encoded size, past the first
+)
+
+// gatherEntries returns the entries waiting after the last acknowledged,
+// decoded, in number order, up to maxCoalesce of them and
+// maxCoalesceBytes, each naming the one before as its parent.
+func (sh *shipment) gatherEntries() ([]Entry, error) {
+	var es []Entry
+	after, parent, size := sh.acked, sh.ackedSum, 0
+	for len(es) < maxCoalesce {
+		e, ok, err := sh.n.outbox.Next(after)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || (len(es) > 0 && size+len(e.Batch) > maxCoalesceBytes) {
+			break
+		}
+		if e.Seq != after+1 {
+			return nil, fmt.Errorf("fleet: outbox entry %d follows %d: %w", e.Seq, after, ErrGap)
+		}
+		b := &tally.Batch{}
+		if err := b.UnmarshalBinary(e.Batch); err != nil {
+			return nil, fmt.Errorf("fleet: outbox entry %d: %w", e.Seq, err)
+		}
+		sum := e.Sum()
+		es = append(es, Entry{Seq: e.Seq, Sum: sum, Parent: parent, Batch: b})
+		after, parent, size = e.Seq, sum, size+len(e.Batch)
+	}
+	return es, nil
 }
 
 // flush deletes the acknowledged entries from the outbox.
