@@ -63,6 +63,7 @@ const (
 	maxBackoff     = 2 * time.Second
 	connectTimeout = 10 * time.Second // one attempt to open the fleet database
 	applyTimeout   = 30 * time.Second // one batch
+	fenceTimeout   = 3 * time.Second  // see Store.Fence
 	queryTimeout   = 5 * time.Second  // a history query of the API
 	pruneInterval  = time.Minute
 	// deleteEvery is how many acknowledged entries may wait before they

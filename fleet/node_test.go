@@ -301,3 +301,44 @@ func TestCheckRefusesASecondDatabaseUnderOneName(t *testing.T) {
 		t.Errorf("Check = %v; want one node refused with ErrNameTaken", errs)
 	}
 }
+
+// TestNodeExactlyOnceAcrossImmediateStop stops PostgreSQL as a crash
+// would, twice, each time just after a node's batch was acknowledged:
+// a node's commits do not wait for the disk (applyEntries), so the crash
+// may lose acknowledged batches, which the outbox still holds until
+// Fence. The nodes send them again, and every batch counts exactly once.
+func TestNodeExactlyOnceAcrossImmediateStop(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Start(t) // its own: the test stops it
+	w := generate(rand.New(rand.NewPCG(61, 62)), 3, 12, 600)
+	locals := make([]*storage.Store, 3)
+	nodes := make([]*Node, 3)
+	for i := range nodes {
+		locals[i] = localStore(t)
+		nodes[i] = startNode(t, srv.URL(), nodeName(i), locals[i])
+	}
+	commit := func(from, to int) {
+		for i := range nodes {
+			for _, b := range w.batches[i][from:to] {
+				if err := locals[i].Commit(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, part := range [][2]int{{0, 4}, {4, 8}} {
+		before := nodes[0].Stats().Acked
+		commit(part[0], part[1])
+		poll.Until(t, "node-0 to ship a batch", func() bool { return nodes[0].Stats().Acked > before })
+		srv.StopImmediate()
+		srv.Restart()
+	}
+	commit(8, 12)
+	for i, n := range nodes {
+		poll.Until(t, nodeName(i)+" to ship everything", func() bool { return shippedAll(n, 12) })
+		if st := n.Stats(); st.State != StateShipping {
+			t.Errorf("%s: state %s (%v)", nodeName(i), st.State, st.LastError)
+		}
+	}
+	checkShipped(t, open(t, srv.URL(), "reader", time.Unix(t0+3600, 0)), w)
+}

@@ -31,6 +31,7 @@ func (n *Node) ship(ctx context.Context, st *Store) {
 	defer sh.flush()
 	backoff := minBackoff
 	synced := false
+	resynced := false // since the last success: see the ErrGap case
 	for ctx.Err() == nil {
 		var err error
 		if !synced {
@@ -41,9 +42,17 @@ func (n *Node) ship(ctx context.Context, st *Store) {
 		}
 		switch {
 		case err == nil:
-			backoff = minBackoff
+			backoff, resynced = minBackoff, false
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, ErrGap) && synced && !resynced:
+			// The cursor is behind what the fleet acknowledged: a crash of
+			// the fleet database lost commits it had not yet made durable.
+			// The outbox keeps those entries until Fence: read the cursor
+			// again and send them anew.
+			n.log.Warn("fleet: the fleet database lost batches it had acknowledged but not yet written (a crash?): sending them again",
+				"err", err, "acked", sh.acked)
+			synced, resynced = false, true
 		case errors.Is(err, ErrGap) || errors.Is(err, ErrNameTaken) || errors.Is(err, ErrBehind) || errors.Is(err, ErrFleetBehind):
 			n.stop(err)
 			return
@@ -105,7 +114,7 @@ func (sh *shipment) next(ctx context.Context) error {
 		return nil
 	}
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
-	applied, err := sh.st.ApplyEntries(actx, sh.node, es)
+	applied, err := sh.st.applyEntries(actx, sh.node, es, true)
 	cancel()
 	if err != nil {
 		return err
@@ -159,10 +168,18 @@ func (sh *shipment) gatherEntries() ([]Entry, error) {
 	return es, nil
 }
 
-// flush deletes the acknowledged entries from the outbox.
+// flush deletes the acknowledged entries from the outbox, once the fleet
+// database has made them durable (Store.Fence): Apply commits without
+// waiting for its disk, so an entry is kept until then.
 func (sh *shipment) flush() error {
 	if sh.deleted >= sh.acked {
 		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fenceTimeout)
+	err := sh.st.Fence(ctx, sh.node)
+	cancel()
+	if err != nil {
+		return err
 	}
 	if _, err := sh.n.outbox.Delete(sh.acked, sh.ackedSum); err != nil {
 		return err
