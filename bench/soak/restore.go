@@ -38,7 +38,8 @@ func (s *soak) backup() error {
 }
 
 // restore stops PostgreSQL, puts the backup in the node's database's
-// place, starts the node cut off from the fleet, brings PostgreSQL back,
+// place, starts the node cut off from the fleet (the log rotates
+// meanwhile), brings PostgreSQL back,
 // waits for the node to stop shipping (its database is behind the fleet),
 // and stops it, for the next life to restart it as the docs say.
 func (s *soak) restore(ctx context.Context) error {
@@ -58,7 +59,8 @@ func (s *soak) restore(ctx context.Context) error {
 	}
 	cutOff := s.randDuration(time.Second, 3*time.Second)
 	s.say("database restored from the backup; started with postgres down, counting locally for %s", cutOff.Round(time.Millisecond))
-	if err := sleep(ctx, cutOff); err != nil {
+	// A rotation meanwhile: a file the fleet has no position of yet.
+	if err := s.cutOff(ctx, cutOff); err != nil {
 		d.kill()
 		return err
 	}
@@ -82,6 +84,19 @@ func (s *soak) restore(ctx context.Context) error {
 	s.ended(d)
 	s.noteRestore(stopped, said)
 	return nil
+}
+
+// cutOff lets the restored node count cut off from the fleet for a while,
+// with a rotation by rename halfway: the new log is a file the fleet holds
+// no read position of, whose lines the node reads only while cut off.
+func (s *soak) cutOff(ctx context.Context, d time.Duration) error {
+	if err := sleep(ctx, d/2); err != nil {
+		return err
+	}
+	if err := s.rotate(false, ", the restored node cut off from postgres"); err != nil {
+		return err
+	}
+	return sleep(ctx, d-d/2)
 }
 
 // noteRestore counts a restore, and the lines the node's own counts may
@@ -123,20 +138,51 @@ func copyFile(from, to string) error {
 
 // identityDowntime backs up the node's database in the second downtime,
 // restores it in the first downtime from 45% of the run on, and restarts
-// the skewed node once from 60% on (restartSkewNode).
+// the skewed node in the first from 60% on (restartSkewNode).
 func (s *soak) identityDowntime(ctx context.Context, life int) error {
 	s.mu.Lock()
 	backedUp, restored := s.f.backupLines > 0, s.f.restores > 0
 	s.mu.Unlock()
+	elapsed := time.Since(s.began)
 	switch {
 	case life == 2 && !backedUp:
 		if err := s.backup(); err != nil {
 			return err
 		}
-	case backedUp && !restored && time.Since(s.began) >= s.cfg.duration*45/100:
+	case backedUp && !restored && elapsed >= s.cfg.duration*45/100:
 		if err := s.restore(ctx); err != nil {
 			return err
 		}
 	}
-	return s.restartSkewNode(ctx)
+	if s.skew.restarts == 0 && elapsed >= s.cfg.duration*3/5 {
+		return s.restartSkewNode(ctx)
+	}
+	return nil
+}
+
+// lateFaults does, once the duration is over, the faults of -fleet that
+// no life or downtime got to (a life can last long while its disk is
+// full), so that every one happens in every run: it returns the daemon
+// that runs then, nil if it stopped it.
+func (s *soak) lateFaults(ctx context.Context, d *daemon) (*daemon, error) {
+	s.mu.Lock()
+	f := s.f
+	s.mu.Unlock()
+	if f.clashes == 0 {
+		if err := s.nameTaken(ctx); err != nil {
+			return d, err
+		}
+	}
+	if s.skew.restarts == 0 {
+		if err := s.restartSkewNode(ctx); err != nil {
+			return d, err
+		}
+	}
+	if f.restores > 0 || f.backupLines == 0 { // no backup: exercised says so
+		return d, nil
+	}
+	if d != nil {
+		s.kill(d, false)
+	}
+	return nil, s.restore(ctx)
 }

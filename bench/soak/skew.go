@@ -133,15 +133,11 @@ func (n *skewNode) shipping(ctx context.Context) bool {
 	})
 }
 
-// restartSkewNode kills the skewed node and starts it again, once, in the
-// first downtime of the first node from 60% of the run on (when the first
-// node's oldest seconds are older than skewNodeSpan): a node prunes at its
-// start.
+// restartSkewNode kills the skewed node and starts it again: a node
+// prunes at its start. The soak does it once, when the first node's oldest
+// seconds are older than skewNodeSpan (see identityDowntime).
 func (s *soak) restartSkewNode(ctx context.Context) error {
 	n := s.skew
-	if n.restarts > 0 || time.Since(s.began) < s.cfg.duration*3/5 {
-		return nil
-	}
 	if !n.d.kill() {
 		return fmt.Errorf("the skewed node exited by itself: %v (see skew/daemon.log)", n.d.err)
 	}

@@ -350,6 +350,9 @@ func (s *soak) soak(ctx context.Context) (*result, error) {
 	}
 
 	d, err := s.lives(ctx)
+	if err == nil && s.fleet != nil {
+		d, err = s.lateFaults(ctx, d)
+	}
 	if err == nil {
 		err = bg.end()
 	}
