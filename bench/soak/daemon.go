@@ -210,6 +210,7 @@ type stats struct {
 	Requests  int64     `json:"requests"`
 	PageViews int64     `json:"pageviews"`
 	Visitors  int64     `json:"visitors"`
+	AsOf      time.Time `json:"as_of"` // of the fleet's
 }
 
 type point struct {

@@ -10,6 +10,14 @@
 // files between two runs, a full disk), every stored minute and the live
 // window must equal that truth at the end.
 //
+// With -fleet the daemons ship to a throwaway PostgreSQL, which it stops
+// as a crash would, and it adds what a fleet meets: poison lines (paths
+// with raw bytes, as nginx logs them), a second process started under the
+// node's name with a fresh database, the node's database restored from a
+// backup and started while PostgreSQL is down, and a second node whose
+// lines are dated ahead, with another --window and --max-skew. The fleet's
+// minutes and live window must then equal the truth of both nodes' lines.
+//
 //	go run ./bench/soak                  # 10 minutes
 //	go run ./bench/soak -duration 60s    # what CI runs
 //	go run ./bench/soak -seed 42 -keep   # repeat a run's decisions, keep its files

@@ -32,6 +32,7 @@ type faults struct {
 	fileFaults
 	diskFaults
 	fleetFaults
+	identityFaults
 }
 
 // lifeFaults counts the daemons' lives.
@@ -71,6 +72,7 @@ type soak struct {
 	began            time.Time
 	rng              *rand.Rand // the controller's decisions
 	fleet            *fleetDB   // -fleet: the fleet database; nil without
+	skew             *skewNode  // -fleet: the second node; nil without
 
 	ledger
 }
@@ -84,6 +86,7 @@ type ledger struct {
 	rotationsThisDown int
 	peakRSS           int64 // kB
 	problems          []string
+	blocks            blockWatch // -fleet
 }
 
 const (
@@ -133,6 +136,9 @@ func run(ctx context.Context, c config, out io.Writer) int {
 }
 
 func (s *soak) cleanup() {
+	if s.skew != nil {
+		s.skew.close()
+	}
 	if s.fleet != nil {
 		s.fleet.owner.close()
 	}
@@ -151,7 +157,7 @@ func (s *soak) cleanup() {
 		}
 	}
 	if s.cfg.keep {
-		fmt.Fprintf(s.out, "soak: kept %s (access.log*, daemon.log, logtally.db)\n", s.dir)
+		fmt.Fprintf(s.out, "soak: kept %s (access.log*, daemon.log, logtally.db; with -fleet also backup.db, skew/, clash*/)\n", s.dir)
 		return
 	}
 	os.RemoveAll(s.dir)
@@ -221,7 +227,7 @@ func (s *soak) runArgs(windowEnd string) []string {
 	args := []string{"run", "--db", s.dbPath, "--tz", "UTC", "--listen", s.addr, "--window-end", windowEnd,
 		"--window", s.cfg.window.String(), "--log-level", "warn"}
 	if s.cfg.fleet {
-		args = append(args, "--fleet", s.fleet.server.URL(), "--node", "soak", "--fleet-refresh", "250ms")
+		args = append(args, "--fleet", s.fleet.server.URL(), "--node", nodeName, "--fleet-refresh", "250ms")
 	}
 	return append(args, s.logPath())
 }
@@ -326,51 +332,31 @@ func sleep(ctx context.Context, d time.Duration) error {
 // then checks what is stored.
 func (s *soak) soak(ctx context.Context) (*result, error) {
 	s.began = time.Now()
-	var err error
-	s.w, err = newWriter(s.logPath(), s.cfg.seed, s.cfg.rate, s.began.Truncate(time.Second))
-	if err != nil {
+	if err := s.newWriters(); err != nil {
 		return nil, err
 	}
 	defer s.w.close()
-
-	stop := make(chan struct{})
-	var bg sync.WaitGroup
-	var bgErr error
-	var bgMu sync.Mutex
-	background := func(f func() error) {
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			if err := f(); err != nil {
-				bgMu.Lock()
-				bgErr = errors.Join(bgErr, err)
-				bgMu.Unlock()
-				s.problem("%v", err)
-			}
-		}()
-	}
-	background(func() error { return s.w.run(stop, 10*time.Millisecond) })
+	bg := &jobs{stop: make(chan struct{}), problem: s.problem}
+	defer bg.end()
+	bg.run(func() error { return s.w.run(bg.stop, 10*time.Millisecond) })
 	rotRNG := rand.New(rand.NewPCG(s.cfg.seed, 2))
-	background(func() error { return s.rotateEvery(stop, s.cfg.rotate, rotRNG) })
-	stopped := false
-	stopBackground := func() error {
-		if !stopped {
-			close(stop)
-			bg.Wait()
-			stopped = true
+	bg.run(func() error { return s.rotateEvery(bg.stop, s.cfg.rotate, rotRNG) })
+	if s.skew != nil {
+		bg.run(func() error { return s.skew.w.run(bg.stop, 10*time.Millisecond) })
+		if err := s.startSkewNode(ctx); err != nil {
+			return nil, err
 		}
-		return bgErr
+		bg.run(func() error { return s.watchBlocked(bg.stop, s.api, s.skew.api) })
 	}
-	defer stopBackground()
 
 	d, err := s.lives(ctx)
-	if err != nil {
-		if d != nil {
-			d.kill()
-		}
-		return nil, err
+	if err == nil && s.fleet != nil {
+		d, err = s.lateFaults(ctx, d)
 	}
-	if err := stopBackground(); err != nil {
+	if err == nil {
+		err = bg.end()
+	}
+	if err != nil {
 		if d != nil {
 			d.kill()
 		}
@@ -378,7 +364,60 @@ func (s *soak) soak(ctx context.Context) (*result, error) {
 	}
 	written, _ := s.w.truth()
 	s.say("writing stopped: %d lines written", written)
+	s.exercised()
 	return s.check(ctx, d)
+}
+
+// newWriters makes the run's writers: the log's, with poison lines in
+// -fleet, and then the skewed node's too.
+func (s *soak) newWriters() error {
+	start := s.began.Truncate(time.Second)
+	src := source{seed: s.cfg.seed, rate: s.cfg.rate}
+	if s.fleet != nil {
+		src.edit = poison
+		var err error
+		if s.skew, err = s.newSkewNode(start); err != nil {
+			return err
+		}
+	}
+	var err error
+	s.w, err = newWriter(s.logPath(), src, start)
+	return err
+}
+
+// jobs are what runs beside the daemons until the duration is over: the
+// writers, the rotations, the watch of the fleet's shipping.
+type jobs struct {
+	stop    chan struct{}
+	problem func(format string, args ...any)
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+	ended   bool
+}
+
+// run runs f until it returns; its error is a problem, and end's.
+func (j *jobs) run(f func() error) {
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		if err := f(); err != nil {
+			j.mu.Lock()
+			j.err = errors.Join(j.err, err)
+			j.mu.Unlock()
+			j.problem("%v", err)
+		}
+	}()
+}
+
+// end stops the jobs, waits for them, and returns their errors.
+func (j *jobs) end() error {
+	if !j.ended {
+		close(j.stop)
+		j.wg.Wait()
+		j.ended = true
+	}
+	return j.err
 }
 
 // lives starts, kills and restarts daemons until the duration is over, and
@@ -433,6 +472,10 @@ func (s *soak) duringLife(ctx context.Context, d *daemon, life int) (up time.Dur
 	up = s.randDuration(100*time.Millisecond, s.cfg.maxUp)
 	if killInFull {
 		up = 0
+	} else if s.fleet != nil && life >= 3 && s.f.clashes == 0 {
+		if err := s.nameTaken(ctx); err != nil {
+			return 0, false, err
+		}
 	}
 	if s.fleet != nil && up > 0 && (life == 1 || s.rng.IntN(3) == 0) {
 		// The fleet database goes away while the daemon runs.
@@ -510,6 +553,11 @@ func (s *soak) downtime(ctx context.Context, life int) error {
 			s.f.gzipFiles += n
 			s.mu.Unlock()
 			s.say("gzip %d rotated files from .%d on (daemon down)", n, from)
+		}
+	}
+	if s.fleet != nil {
+		if err := s.identityDowntime(ctx, life); err != nil {
+			return err
 		}
 	}
 	// replay has no fleet mode: what it counts would never reach the fleet

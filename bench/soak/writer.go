@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,8 +30,9 @@ type hit struct {
 
 // writer appends generated lines to the log at a steady rate, rotates it,
 // and remembers every line it wrote. Lines are stamped by a synthetic clock
-// that advances one step per line from the moment writing began, so a line
-// is never ahead of the wall clock when it is written.
+// that advances one step per line from the moment writing began (plus the
+// source's lead), so a line is never ahead of the wall clock (plus the
+// lead) when it is written.
 type writer struct {
 	path string
 
@@ -44,6 +46,8 @@ type writer struct {
 	written int64
 	hits    []hit
 	judge   judge
+	edit    lineEdit // nil: the generator's lines as they are
+	odd     oddities
 	buf     []byte
 	err     error // first write error; writing stops
 
@@ -73,16 +77,43 @@ func newJudge() (judge, error) {
 	return judge{format: format, rules: rules}, nil
 }
 
-// hit returns what line counts for.
-func (j *judge) hit(line []byte) (hit, error) {
+// hit returns what line counts for, and its path if that holds a byte
+// nginx logs as \xHH (as the daemon stores and shows it), else "".
+func (j *judge) hit(line []byte) (hit, string, error) {
 	if err := j.format.Parse(line, &j.rec); err != nil {
-		return hit{}, fmt.Errorf("the generator wrote a line the parser rejects (%v): %q", err, line)
+		return hit{}, "", fmt.Errorf("the generator wrote a line the parser rejects (%v): %q", err, line)
 	}
 	h := j.rules.Classify(&j.rec)
-	return hit{sec: h.Time, bytes: h.Bytes, visitor: h.Visitor, pageView: h.PageView}, nil
+	raw := ""
+	if bytes.Contains(h.Path, []byte(`\x`)) {
+		raw = string(h.Path)
+	}
+	return hit{sec: h.Time, bytes: h.Bytes, visitor: h.Visitor, pageView: h.PageView}, raw, nil
 }
 
-func newWriter(path string, seed uint64, rate int, start time.Time) (*writer, error) {
+// source is what a writer writes: the generator's seed, lines a second,
+// how far ahead of the wall clock lines are dated (a node whose clock
+// runs fast), and an edit of some lines, if any.
+type source struct {
+	seed uint64
+	rate int
+	lead time.Duration
+	edit lineEdit
+}
+
+// lineEdit returns line n (from 0) of a log as it is to be written, which
+// may be line itself, and whether the daemon refuses it (counts it in no
+// minute, only as rejected). It must not write into line.
+type lineEdit func(n int64, line []byte) (out []byte, refused bool)
+
+// oddities counts the lines a writer's edit made odd.
+type oddities struct {
+	refused  int64            // lines the daemon refuses
+	raw      int64            // lines whose path holds a raw byte (\xHH)
+	rawViews map[string]int64 // their page views, by path as the daemon shows it
+}
+
+func newWriter(path string, src source, start time.Time) (*writer, error) {
 	j, err := newJudge()
 	if err != nil {
 		return nil, err
@@ -91,9 +122,10 @@ func newWriter(path string, seed uint64, rate int, start time.Time) (*writer, er
 	if err != nil {
 		return nil, err
 	}
-	gen := loggen.New(loggen.Config{Seed: seed, Start: start, Step: time.Second / time.Duration(rate),
+	gen := loggen.New(loggen.Config{Seed: src.seed, Start: start.Add(src.lead), Step: time.Second / time.Duration(src.rate),
 		Hosts: 3000, Paths: 60})
-	return &writer{path: path, f: f, gen: gen, start: start, rate: rate, judge: j}, nil
+	return &writer{path: path, f: f, gen: gen, start: start, rate: src.rate, judge: j, edit: src.edit,
+		odd: oddities{rawViews: map[string]int64{}}}, nil
 }
 
 // writeDue writes every line due by now: line k is due, and stamped, at
@@ -107,14 +139,10 @@ func (w *writer) writeDue(now time.Time) error {
 	due := int64(now.Sub(w.start)) * int64(w.rate) / int64(time.Second)
 	w.buf = w.buf[:0]
 	for n := w.written; n < due; n++ {
-		from := len(w.buf)
-		w.buf = w.gen.Line(w.buf)
-		h, err := w.judge.hit(w.buf[from:])
-		if err != nil {
+		if err := w.line(n); err != nil {
 			w.err = err
 			return w.err
 		}
-		w.hits = append(w.hits, h)
 	}
 	if len(w.buf) == 0 {
 		return nil
@@ -125,6 +153,32 @@ func (w *writer) writeDue(now time.Time) error {
 		return w.err
 	}
 	w.written = due
+	return nil
+}
+
+// line appends line n to w.buf and what it counts for to the truth.
+func (w *writer) line(n int64) error {
+	from := len(w.buf)
+	w.buf = w.gen.Line(w.buf)
+	if w.edit != nil {
+		out, refused := w.edit(n, w.buf[from:])
+		w.buf = append(w.buf[:from], out...)
+		if refused {
+			w.odd.refused++
+			return nil
+		}
+	}
+	h, raw, err := w.judge.hit(w.buf[from:])
+	if err != nil {
+		return err
+	}
+	w.hits = append(w.hits, h)
+	if raw != "" {
+		w.odd.raw++
+		if h.pageView {
+			w.odd.rawViews[raw]++
+		}
+	}
 	return nil
 }
 
@@ -149,6 +203,15 @@ func (w *writer) truth() (int64, []hit) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.written, slices.Clone(w.hits)
+}
+
+// oddities returns what the edit made odd so far.
+func (w *writer) oddities() oddities {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := w.odd
+	o.rawViews = maps.Clone(o.rawViews)
+	return o
 }
 
 // rotated is one rotated copy of the log: PATH.N or PATH.N.gz.
