@@ -54,6 +54,12 @@ func (n *Node) Check(ctx context.Context, wait bool) error {
 	}
 	node, c, err := st.Register(ctx, n.ident, n.cfg.TakeOver)
 	if err != nil {
+		if !wait && !n.cfg.TakeOver && transient(err, n.cfg.URL) {
+			// Lost between connecting and registering (a restart of the
+			// fleet database): as if it had not been reached.
+			n.log.Info("fleet: lost at start; counting locally, shipping checks the node when it connects", "err", err)
+			return nil
+		}
 		return err
 	}
 	if node.ID != n.ident.ID {

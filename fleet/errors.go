@@ -115,3 +115,15 @@ func blockKey(b *BlockedError) string {
 	}
 	return b.Err.Error()
 }
+
+// transient reports whether err may be mended by trying again: it is
+// neither a refusal of this node (a name another database holds, a fleet
+// it is behind or ahead of, a newer schema) nor an error that blocks.
+func transient(err error, url string) bool {
+	for _, refusal := range []error{ErrNameTaken, ErrBehind, ErrFleetBehind, ErrGap, ErrSchema, ErrSaltChanged} {
+		if errors.Is(err, refusal) {
+			return false
+		}
+	}
+	return blockedBy(err, url) == nil
+}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -69,9 +70,12 @@ func putAcked(tx *bolt.Tx, seq uint64, sum logtally.EntrySum) error {
 // it drops every entry of the outbox (none of them is what the fleet
 // applied under its number), numbers the next entry seq+1, records seq and
 // sum as acknowledged, and moves the read positions of the files the
-// fleet knows to the fleet's. It returns how many entries it dropped. The
-// node's own counts of the lines between the two positions are not undone:
-// see docs/fleet.md.
+// fleet knows to the fleet's, and of every other file to its start: a file
+// the fleet holds no position of was first read after the fleet's last
+// batch (a log rotated while the node was cut off), so none of its lines
+// reached the fleet. It returns how many entries it dropped. The node's own
+// counts of the lines between the two positions are not undone: see
+// docs/fleet.md.
 func (o *Outbox) Rebase(seq uint64, sum logtally.EntrySum, positions map[string]int64) (dropped int, err error) {
 	var size int64
 	err = o.s.update(func(tx *bolt.Tx) error {
@@ -91,6 +95,20 @@ func (o *Outbox) Rebase(seq uint64, sum logtally.EntrySum, positions map[string]
 			return err
 		}
 		pb := tx.Bucket(bucketPositions)
+		var unknown [][]byte // collected first: no Put while a cursor walks
+		if err := pb.ForEach(func(k, _ []byte) error {
+			if _, ok := positions[string(k)]; !ok && !bytes.HasPrefix(k, streamPrefix) {
+				unknown = append(unknown, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range unknown {
+			if err := pb.Put(k, u64(0)); err != nil {
+				return err
+			}
+		}
 		for file, off := range positions {
 			if err := pb.Put([]byte(file), u64(uint64(off))); err != nil {
 				return err

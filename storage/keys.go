@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -165,4 +166,7 @@ func pathCounterKey(prefix []byte) []byte { return append([]byte("paths/"), pref
 
 // streamKey is where the start of a followed path's stream is kept, among
 // the positions: file ids start with "fp:".
-func streamKey(path string) []byte { return []byte("stream:" + path) }
+func streamKey(path string) []byte { return append(slices.Clip(streamPrefix), path...) }
+
+// streamPrefix begins the positions keys that are not a file's: streamKey.
+var streamPrefix = []byte("stream:")

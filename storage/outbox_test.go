@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -120,8 +121,9 @@ func TestOutboxNodeID(t *testing.T) {
 }
 
 // TestOutboxRebase: a database behind the fleet drops its outbox, numbers
-// on from the fleet's cursor and takes the fleet's read positions, while
-// the positions of files the fleet does not know stay.
+// on from the fleet's cursor and takes the fleet's read positions; a file
+// the fleet holds no position of is read again from its start (none of its
+// lines reached the fleet), and where a stream starts stays.
 func TestOutboxRebase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	s := mustOpen(t, Config{Path: path, Outbox: true})
@@ -131,6 +133,10 @@ func TestOutboxRebase(t *testing.T) {
 		if err := s.Commit(b); err != nil {
 			t.Fatal(err)
 		}
+	}
+	since := time.Unix(1_700_000_000, 0)
+	if err := s.SetStreamSince("/var/log/access.log", since); err != nil {
+		t.Fatal(err)
 	}
 	sum := logtally.EntrySum{9}
 	n, err := s.Outbox().Rebase(10, sum, map[string]int64{"fp:1": 5000})
@@ -146,10 +152,13 @@ func TestOutboxRebase(t *testing.T) {
 	if seq, got, ok, _ := o.Acked(); seq != 10 || got != sum || !ok {
 		t.Errorf("Acked = %d, %x, %v", seq, got, ok)
 	}
-	for file, want := range map[string]int64{"fp:1": 5000, "fp:local": 300} {
+	for file, want := range map[string]int64{"fp:1": 5000, "fp:local": 0} {
 		if off, _, _ := s.Position(file); off != want {
 			t.Errorf("position of %s = %d, want %d", file, off, want)
 		}
+	}
+	if got, ok, _ := s.StreamSince("/var/log/access.log"); !ok || !got.Equal(since) {
+		t.Errorf("StreamSince after Rebase = %v, %v; want %v", got, ok, since)
 	}
 	if err := s.Commit(outboxBatch(7)); err != nil {
 		t.Fatal(err)

@@ -173,3 +173,41 @@ func TestFleetNameTakenAndTakeOver(t *testing.T) {
 		t.Errorf("the fleet counts %d requests, want 120", got)
 	}
 }
+
+// TestFleetRestoredDatabaseNewFile restores a node's database and starts
+// it cut off from the fleet, reading a log rotated (by rename) after the
+// fleet's last batch of the node: the fleet holds no position of the new
+// file, so it is read again from its start, and the fleet counts each of
+// its lines once.
+func TestFleetRestoredDatabaseNewFile(t *testing.T) {
+	url := pgtest.Database(t)
+	n := newIdentNode(t, "restored")
+	n.write(0, 100)
+	m := start(t, time.Now, n.args(url)...)
+	n.counted(m, 100, true)
+	m.Close()
+	copyFile(t, n.db, n.db+".backup")
+
+	n.write(100, 200)
+	m = start(t, time.Now, n.args(url)...)
+	n.counted(m, 200, true)
+	m.Close()
+
+	copyFile(t, n.db+".backup", n.db)
+	if err := os.Rename(n.log, n.log+".1"); err != nil { // rotated: a new log
+		t.Fatal(err)
+	}
+	n.write(200, 250)
+	m = start(t, time.Now, append(n.args(unreachableURL(t)), n.log+".1")...)
+	n.counted(m, 250, false)
+	m.Close()
+
+	m = start(t, time.Now, append(n.args(url), n.log+".1")...)
+	poll.Until(t, "the node to ship the new file's lines", func() bool {
+		st := m.run().node.Stats()
+		return st.State == fleet.StateShipping && st.Outbox.Entries == 0 && n.total(m, "fleet") >= 250
+	})
+	if got := n.total(m, "fleet"); got != 250 {
+		t.Errorf("the fleet counts %d requests, want 250", got)
+	}
+}
