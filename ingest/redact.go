@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"net/netip"
 	"strings"
 	"unicode/utf8"
@@ -14,15 +15,18 @@ import (
 // information of a URL are dropped, and every query string is cut to its
 // "?". What is left tells a line in the wrong format from a right one.
 
+// separators end the words that redact looks at one by one.
+const separators = " \t\"[](),;=?@"
+
 // redact returns line with what is personal dropped (see above), cut to
 // max bytes, as valid UTF-8.
 func redact(line []byte, max int) string {
-	s := strings.ToValidUTF8(string(line), "\uFFFD")
+	s := strings.ToValidUTF8(string(head(line, 4*max)), "\uFFFD")
 	s = dropUsers(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	for len(s) > 0 {
-		i := strings.IndexAny(s, " \t\"[](),;=?@")
+		i := strings.IndexAny(s, separators)
 		if i < 0 {
 			i = len(s)
 		}
@@ -40,6 +44,23 @@ func redact(line []byte, max int) string {
 		s = s[1:]
 	}
 	return cut(b.String(), max)
+}
+
+// head returns what redact needs to read of line for an answer of at most
+// max/4 bytes (a query string it cuts may shrink much): the first max bytes,
+// less a word that the cut would split. A split address is no longer an
+// address, and would be left as it is, unmasked; a word too long to be an
+// address is kept cut.
+func head(line []byte, max int) []byte {
+	if len(line) <= max {
+		return line
+	}
+	if bytes.IndexByte([]byte(separators), line[max]) < 0 {
+		if i := bytes.LastIndexAny(line[:max], separators); i >= 0 {
+			return line[:i+1]
+		}
+	}
+	return line[:max]
 }
 
 // queryEnd returns where the query string at the start of s ends: at a
