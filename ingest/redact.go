@@ -113,11 +113,17 @@ func maskURLHost(tok string) string {
 }
 
 // dropUsers drops the identity and user fields of a line in the Common
-// Log Format ("host ident user [time] ..."), and the user information of
-// any URL (scheme://user:pass@host).
+// Log Format ("host ident user [time] ..."), wherever the host is (a
+// virtual host may come first, as in Apache's vhost_combined: a line in
+// another format than the one given is what is rejected most), and the
+// user information of any URL (scheme://user:pass@host).
 func dropUsers(s string) string {
-	if f := strings.SplitN(s, " ", 4); len(f) == 4 && strings.HasPrefix(f[3], "[") {
-		s = f[0] + " - - " + f[3]
+	if i := strings.Index(s, " ["); i > 0 {
+		words := strings.Split(s[:i], " ")
+		if len(words) == 3 || len(words) > 3 && looksLikeTime(s[i+2:]) {
+			words[len(words)-2], words[len(words)-1] = "-", "-"
+			s = strings.Join(words, " ") + s[i:]
+		}
 	}
 	for i := 0; ; {
 		j := strings.Index(s[i:], "://")
@@ -131,6 +137,13 @@ func dropUsers(s string) string {
 		}
 		i = start
 	}
+}
+
+// looksLikeTime reports whether s starts as the time of a Common Log
+// Format line does after its "[": a day of the month, then a slash.
+func looksLikeTime(s string) bool {
+	day, _, ok := strings.Cut(s, "/")
+	return ok && len(day) >= 1 && len(day) <= 2 && strings.Trim(day, "0123456789") == ""
 }
 
 // cut cuts s to at most max bytes on a rune boundary, marking the cut.

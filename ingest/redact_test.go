@@ -16,6 +16,8 @@ func TestRedact(t *testing.T) {
 	tests := []struct{ name, line, want string }{
 		{"combined", `203.0.113.77 - alice [21/Nov/2026:12:00:00 +0000] "GET /login?user=alice&password=hunter2 HTTP/1.1" 200 5 "https://bob:pw@www.example.com/?q=secret" "Mozilla/5.0"`,
 			`203.0.113.0/24 - - [21/Nov/2026:12:00:00 +0000] "GET /login?… HTTP/1.1" 200 5 "https://www.example.com/?…" "Mozilla/5.0"`},
+		{"another format: a virtual host first", `www.example.com:443 203.0.113.77 - alice [21/Nov/2026:12:00:00 +0000] "GET /?a=b HTTP/1.1" 200 5`,
+			`www.example.com:443 203.0.113.0/24 - - [21/Nov/2026:12:00:00 +0000] "GET /?… HTTP/1.1" 200 5`},
 		{"ipv6", `2001:db8:1234:5678::9 - - [x] "GET /card?n=4111111111111111"`, `2001:db8:1234::/48 - - [x] "GET /card?…"`},
 		{"address and port", `upstream 192.0.2.7:8080 failed, client [2001:db8::1]:443`, `upstream 192.0.2.0/24 failed, client [2001:db8::/48]:443`},
 		{"address in a URL", `"http://198.51.100.3:81/x?y"`, `"http://198.51.100.0/24/x?…"`},
