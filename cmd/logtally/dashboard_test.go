@@ -243,7 +243,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	appendLines(t, log, lines...)
 	// Minutes kept for 30 minutes: the chart of the last hour shows what
 	// it does not hold.
-	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--keep-minutes", "30m", log)
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--keep-minutes", "30m", log)
 	poll.Until(t, "the log read", func() bool { return stats(t, m).Requests == 122 })
 	poll.Until(t, "the log committed", func() bool { return m.pipeline().Commits() > 0 }) // for the day's pages
 
@@ -384,7 +384,7 @@ func TestDashboardFallsBackToPolling(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	appendLines(t, log, line("192.0.2.1", clk.At(-time.Minute), "GET /a HTTP/1.1", 200, browser))
-	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--max-streams", "1", log)
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--max-streams", "1", log)
 	poll.Until(t, "the log read", func() bool { return stats(t, m).Requests == 1 })
 
 	resp, err := http.Get("http://" + m.Addr() + "/api/v1/events")
@@ -415,7 +415,7 @@ func TestDashboardFallsBackToPolling(t *testing.T) {
 // event stream instead of waiting for its client.
 func TestCloseEndsEventStreams(t *testing.T) {
 	t.Parallel()
-	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0")
+	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--admin-listen", "127.0.0.1:0")
 	resp, err := http.Get("http://" + m.Addr() + "/api/v1/events")
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +445,7 @@ func TestCloseEndsEventStreams(t *testing.T) {
 func TestDashboardOff(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	on := start(t, time.Now, "run", "--db", filepath.Join(dir, "db1"), "--listen", "127.0.0.1:0")
+	on := start(t, time.Now, "run", "--db", filepath.Join(dir, "db1"), "--admin-listen", "127.0.0.1:0")
 	resp, err := http.Get("http://" + on.Addr() + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -454,7 +454,7 @@ func TestDashboardOff(t *testing.T) {
 	if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != 200 || !strings.Contains(csp, "script-src 'self'") {
 		t.Errorf("GET / = %d with CSP %q", resp.StatusCode, csp)
 	}
-	off := start(t, time.Now, "run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0", "--dashboard=false")
+	off := start(t, time.Now, "run", "--db", filepath.Join(dir, "db2"), "--admin-listen", "127.0.0.1:0", "--dashboard=false")
 	for _, p := range []string{"/", "/ui/dashboard.js"} {
 		if status, body := get(t, off, p); status != 404 {
 			t.Errorf("--dashboard=false: GET %s = %d %s, want 404", p, status, body)
@@ -535,7 +535,7 @@ func TestDashboardScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(work)
-	m := start(t, time.Now, "run", "--listen", "127.0.0.1:0", "--window-end", "log", "--tz", "UTC",
+	m := start(t, time.Now, "run", "--admin-listen", "127.0.0.1:0", "--window-end", "log", "--tz", "UTC",
 		filepath.Join("testdata", "sample.log"))
 	poll.Until(t, "the sample read", func() bool { return stats(t, m).Requests == 396 })
 	poll.Until(t, "the sample committed", func() bool { return m.pipeline().Commits() > 0 })
@@ -567,7 +567,7 @@ func TestDashboardSites(t *testing.T) {
 	b := newChrome(t)
 	dir := t.TempDir()
 	log, shop, truth := sitesLog(t, dir)
-	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--format", "vhost_combined",
+	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--format", "vhost_combined",
 		"--site-field", "%v", "--site", "shop.example.org="+shop, "--window-end", "log", log)
 	poll.Until(t, "the logs read", func() bool { return stats(t, m).Requests == truth[logtally.AllSites].requests })
 	poll.Until(t, "the logs committed", func() bool { return m.pipeline().Commits() > 0 }) // for each site's history

@@ -132,7 +132,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	})
 	const n = 3000
 	const probes = 1 // the request that waited for nginx to answer
-	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", "--rescan-interval", "100ms", log}
+	args := []string{"run", "--db", db, "--admin-listen", "127.0.0.1:0", "--rescan-interval", "100ms", log}
 	m := start(t, time.Now, args...)
 	poll.Until(t, "the probe's line read", func() bool { return m.pipeline().Lines() == probes })
 
@@ -225,7 +225,7 @@ func TestNginxSites(t *testing.T) {
 			}
 		}
 	}
-	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0",
+	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--admin-listen", "127.0.0.1:0",
 		"--format", format, "--site-field", "$host", filepath.Join(n.dir, "access.log"))
 	// 11, and startNginxWith's first request, to 127.0.0.1.
 	poll.Until(t, "both sites counted", func() bool { return stats(t, m).Requests == 12 })
