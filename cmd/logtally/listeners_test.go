@@ -181,7 +181,7 @@ func walkRoutes(t *testing.T, base string, admin bool, samples string) {
 		targets[target] = false
 	}
 	for target, public := range targets {
-		code, header, body := fetch(t, base+target)
+		code, header, body := getFromOrigin(t, base+target)
 		served := code != http.StatusNotFound || !strings.Contains(body, `"no such endpoint: `)
 		want := public || admin && !slices.Contains(unknown, target)
 		switch {
@@ -215,9 +215,9 @@ func apiRoutes() []api.Route {
 	return s.Routes()
 }
 
-// fetch GETs url from a browser on https://www.example.com, and returns
+// getFromOrigin GETs url as a browser on https://www.example.com does, and returns
 // the answer; of an event stream, up to the end of its first event.
-func fetch(t *testing.T, url string) (int, http.Header, string) {
+func getFromOrigin(t *testing.T, url string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
