@@ -25,7 +25,7 @@ import (
 // Config is the API's operator settings.
 type Config struct {
 	CacheMaxAge time.Duration // Cache-Control max-age of the live endpoints; 0 for no-cache
-	CORSOrigins []string      // origins allowed to read the API from a browser; "*" for any
+	CORSOrigins []string      // origins allowed to read the public listener from a browser; "*" for any
 	Dashboard   bool          // serve the dashboard page at /
 	MaxStreams  int           // most event streams open at once; 0 turns /api/v1/events off
 	// StreamSendTimeout is how long one event may take to reach a client

@@ -78,7 +78,7 @@ type servers struct {
 // admin listener, and the public figures on the public one if asked.
 func (s *servers) serveAPI(cfg serveConfig, deps api.Deps, log *slog.Logger, paths int, db string) (err error) {
 	if s.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
-		return err
+		return fmt.Errorf("--admin-listen: %w", err)
 	}
 	if cfg.PublicListen != "" {
 		if s.publicLn, err = net.Listen("tcp", cfg.PublicListen); err != nil {
