@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/logtally/logtally"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,7 +25,7 @@ import (
 // Config is the API's operator settings.
 type Config struct {
 	CacheMaxAge time.Duration // Cache-Control max-age of the live endpoints; 0 for no-cache
-	CORSOrigins []string      // origins allowed to read the API from a browser; "*" for any
+	CORSOrigins []string      // origins allowed to read the public listener from a browser; "*" for any
 	Dashboard   bool          // serve the dashboard page at /
 	MaxStreams  int           // most event streams open at once; 0 turns /api/v1/events off
 	// StreamSendTimeout is how long one event may take to reach a client
@@ -35,10 +34,14 @@ type Config struct {
 	// MaxHeavy is the most heavy history queries answered at once (see
 	// HeavyReads); more get 429. 0 takes DefaultMaxHeavy.
 	MaxHeavy int
+	// AdminToken, if set, is required of every request to the admin
+	// listener (see Listener). It is no flag: the program reads it from
+	// --admin-token-file, so that it shows in no process list.
+	AdminToken string
 }
 
 // DefaultConfig returns the defaults: the live endpoints may be reused for
-// 5 seconds, no other origin may read the API, the dashboard is served,
+// 5 seconds, no other origin may read the API, no admin token, the dashboard is served,
 // up to 1,000 event streams, and 4 heavy history queries at once.
 func DefaultConfig() Config {
 	return Config{CacheMaxAge: 5 * time.Second, Dashboard: true, MaxStreams: DefaultMaxStreams,
@@ -50,7 +53,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	*c = DefaultConfig()
 	fs.DurationVar(&c.CacheMaxAge, "cache-max-age", c.CacheMaxAge,
 		"Cache-Control max-age of /api/v1/stats and /api/v1/pages (0 for no-cache)")
-	fs.Func("cors-origin", "`origin` allowed to read the API from a browser (repeat, or comma-separated; * for any)",
+	fs.Func("cors-origin", "`origin` allowed to read the public listener's API from a browser (repeat, or comma-separated; * for any); needs --public-listen",
 		func(v string) error {
 			for _, o := range strings.Split(v, ",") {
 				if o = strings.TrimSpace(o); o != "" {
@@ -129,15 +132,18 @@ type PageHistory interface {
 	Pages(from, to time.Time, limit int) (logtally.PageRange, error)
 }
 
-// Server is the API's HTTP handler.
+// Server is the API's HTTP handler: the admin listener's, and through
+// Handler the public one's, which share their streams, caches and caps.
 type Server struct {
-	cfg          Config
-	deps         Deps
-	router       *mux.Router
-	cacheControl []string
-	metrics      *prometheus.CounterVec // requests by route and status; nil without Deps.Metrics
-	streams      *streams               // nil when the event stream is off
-	heavy        *heavy                 // caps the heavy history queries
+	cfg           Config
+	deps          Deps
+	admin, public http.Handler // each listener's chain (see routes)
+	table         []Route      // the endpoints, as Routes lists them
+	token         *tokenSum    // the admin token's; nil when none is set
+	cacheControl  []string
+	metrics       *prometheus.CounterVec // requests by route and status; nil without Deps.Metrics
+	streams       *streams               // nil when the event stream is off
+	heavy         *heavy                 // caps the heavy history queries
 
 	own   part      // all the daemon counts
 	sites siteParts // the parts of ?site=
@@ -152,7 +158,7 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.MaxHeavy <= 0 {
 		cfg.MaxHeavy = DefaultMaxHeavy
 	}
-	s := &Server{cfg: cfg, deps: deps, router: mux.NewRouter(), cacheControl: []string{"no-cache"},
+	s := &Server{cfg: cfg, deps: deps, token: newTokenSum(cfg.AdminToken), cacheControl: []string{"no-cache"},
 		own: part{node: &nodeSource{snapshot: deps.Snapshot, hist: deps.History}}}
 	if age := int(cfg.CacheMaxAge / time.Second); age > 0 {
 		s.cacheControl = []string{"public, max-age=" + strconv.Itoa(age)}
@@ -188,18 +194,4 @@ func (d Deps) withDefaults() Deps {
 		d.Ready = func() error { return nil }
 	}
 	return d
-}
-
-// ServeHTTP implements http.Handler: CORS first, then the refusal of a
-// request no endpoint could read, then the route (see routes).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cors(w, r) {
-		return
-	}
-	if err := refused(r); err != nil {
-		s.count("refused", statusOf(asError(err).Code))
-		s.writeError(w, r, err)
-		return
-	}
-	s.router.ServeHTTP(w, r)
 }

@@ -62,10 +62,13 @@ func TestETagAndCacheControl(t *testing.T) {
 	}
 }
 
+// TestCORS: the public listener sends the CORS headers of an allowed
+// origin and answers its preflights; the admin listener never does.
 func TestCORS(t *testing.T) {
 	snap := &logtally.Snapshot{Length: time.Minute}
 	s := New(Config{CORSOrigins: []string{"https://example.com"}},
 		Deps{Snapshot: func() *logtally.Snapshot { return snap }})
+	public := s.Handler(Public)
 	tests := []struct {
 		name, method, origin, reqMethod string
 		status                          int
@@ -86,7 +89,10 @@ func TestCORS(t *testing.T) {
 			if tt.reqMethod != "" {
 				h["Access-Control-Request-Method"] = tt.reqMethod
 			}
-			rec := do(s, tt.method, "/api/v1/stats", h)
+			if rec := do(s.Handler(Admin), tt.method, "/api/v1/stats", h); len(corsHeaders(rec.Header())) > 0 {
+				t.Errorf("the admin listener sent %v", corsHeaders(rec.Header()))
+			}
+			rec := do(public, tt.method, "/api/v1/stats", h)
 			if rec.Code != tt.status || rec.Header().Get("Access-Control-Allow-Origin") != tt.allow {
 				t.Errorf("got %d allow-origin %q; want %d %q", rec.Code, rec.Header().Get("Access-Control-Allow-Origin"), tt.status, tt.allow)
 			}
@@ -96,9 +102,20 @@ func TestCORS(t *testing.T) {
 		})
 	}
 	any := New(Config{CORSOrigins: []string{"*"}}, Deps{Snapshot: func() *logtally.Snapshot { return snap }})
-	if got := do(any, "GET", "/api/v1/stats", map[string]string{"Origin": "https://a.example"}).Header().Get("Access-Control-Allow-Origin"); got != "*" {
+	if got := do(any.Handler(Public), "GET", "/api/v1/stats", map[string]string{"Origin": "https://a.example"}).Header().Get("Access-Control-Allow-Origin"); got != "*" {
 		t.Errorf("*: allow-origin %q", got)
 	}
+}
+
+// corsHeaders returns the CORS headers of h.
+func corsHeaders(h http.Header) []string {
+	var names []string
+	for k := range h {
+		if strings.HasPrefix(k, "Access-Control-") || k == "Vary" {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 func TestMetricsParse(t *testing.T) {

@@ -29,12 +29,16 @@ type asset struct {
 // The page refers to the others by relative URLs (ui/dashboard.js,
 // api/v1/events), so it works as well behind a proxy that serves the API
 // under a prefix. The widget is served as text: it is for copying, not for
-// running here.
-var dashboardFiles = []struct{ route, file, contentType string }{
-	{"/", "web/index.html", "text/html; charset=utf-8"},
-	{"/ui/dashboard.js", "web/dashboard.js", "text/javascript; charset=utf-8"},
-	{"/ui/dashboard.css", "web/dashboard.css", "text/css; charset=utf-8"},
-	{"/ui/widget.html", "web/widget.html", "text/plain; charset=utf-8"},
+// running here; it is the one file of them on the public listener, since
+// it is what a site publishes anyway.
+var dashboardFiles = []struct {
+	route, file, contentType string
+	public                   bool
+}{
+	{"/", "web/index.html", "text/html; charset=utf-8", false},
+	{"/ui/dashboard.js", "web/dashboard.js", "text/javascript; charset=utf-8", false},
+	{"/ui/dashboard.css", "web/dashboard.css", "text/css; charset=utf-8", false},
+	{"/ui/widget.html", "web/widget.html", "text/plain; charset=utf-8", true},
 }
 
 // dashboard returns the page's endpoints.
@@ -46,7 +50,7 @@ func dashboard() []endpoint {
 			panic(err) // embedded at build time: missing is a bug
 		}
 		a := &asset{body: bodyOf(data), contentType: []string{f.contentType}}
-		endpoints = append(endpoints, endpoint{path: f.route, h: a.serve})
+		endpoints = append(endpoints, endpoint{path: f.route, h: a.serve, public: f.public})
 	}
 	return endpoints
 }

@@ -15,6 +15,7 @@ type Code string
 // Codes of Error.
 const (
 	CodeInvalid          Code = "invalid"            // 400: a parameter or request that cannot be answered as it is
+	CodeUnauthorized     Code = "unauthorized"       // 401: the admin listener's token missing or wrong
 	CodeForbidden        Code = "forbidden"          // 403: a browser's preflight from an origin not allowed
 	CodeNotFound         Code = "not_found"          // 404: no such endpoint, site, counter or ratio, or nothing kept to answer from
 	CodeMethodNotAllowed Code = "method_not_allowed" // 405
@@ -30,6 +31,8 @@ func statusOf(code Code) int {
 	switch code {
 	case CodeInvalid:
 		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
 	case CodeForbidden:
 		return http.StatusForbidden
 	case CodeNotFound:

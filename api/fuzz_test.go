@@ -70,6 +70,15 @@ var routes = map[string][]string{
 	"/api/v1/counters/{name}/top": {"GET", "HEAD"}, "/api/v1/ratios/{name}/top": {"GET", "HEAD"},
 }
 
+// publicRoutes are the routes of routes that the public listener serves
+// too: the public figures, read-only.
+var publicRoutes = map[string]bool{
+	"/api/v1/stats": true, "/api/v1/pages": true, "/api/v1/pages/count": true, "/api/v1/series": true,
+	"/api/v1/sites": true, "/api/v1/counters": true, "/api/v1/counters/{name}": true,
+	"/api/v1/counters/{name}/top": true, "/api/v1/ratios/{name}/top": true, "/api/v1/events": true,
+	"/ui/widget.html": true,
+}
+
 // route returns the route of routes that path is, and the name it gives
 // ("" for a route without one): a segment of one byte or more.
 func route(path string) (string, string) {
@@ -134,55 +143,67 @@ func FuzzAPI(f *testing.F) {
 		if err != nil || req.RequestURI == "*" {
 			return
 		}
-		q, badQuery := url.ParseQuery(req.URL.RawQuery)
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		code, body, ct := rec.Code, rec.Body.String(), rec.Header().Get("Content-Type")
-
-		if code >= 500 {
-			t.Fatalf("%s %q: %d %s", method, target, code, body)
-		}
-		// An error may echo the request; what the request holds is no leak.
-		unescaped, _ := url.QueryUnescape(query)
-		asked := method + " " + target + " " + req.URL.Path + " " + unescaped
-		for _, s := range internal {
-			if s != "" && s != "/" && strings.Contains(body, s) && !strings.Contains(asked, s) {
-				t.Fatalf("%s %q: %d, the body shows %q: %s", method, target, code, s, body)
-			}
-		}
-		if code >= 400 {
-			var e ErrorBody
-			if ct != "application/json" || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error == "" {
-				t.Fatalf("%s %q: %d %s %q: not a JSON error", method, target, code, ct, body)
-			}
-		}
-		// The status the request calls for, found without the API's code.
-		path, name := route(req.URL.Path)
-		methods, routed := routes[path]
-		switch {
-		case code >= 300 && code < 400 && code != http.StatusNotModified:
-			t.Fatalf("%s %q: %d %s: a redirect", method, target, code, body)
-		case len(req.RequestURI) > MaxTarget:
-			if code != http.StatusRequestURITooLong {
-				t.Fatalf("%s %q: %d, want 414", method, target, code)
-			}
-		case badQuery != nil:
-			if code != http.StatusBadRequest {
-				t.Fatalf("%s %q: %d %s, want 400: %v", method, target, code, body, badQuery)
-			}
-		case !routed:
-			if code != http.StatusNotFound {
-				t.Fatalf("%s %q: %d %s, want 404", method, target, code, body)
-			}
-		case !contains(methods, method):
-			if code != http.StatusMethodNotAllowed {
-				t.Fatalf("%s %q: %d %s, want 405", method, target, code, body)
-			}
-		case code == http.StatusNotFound && unknownName(path, name, q):
-		case code >= 400 && code != http.StatusBadRequest:
-			t.Fatalf("%s %q: %d %s, want 400 or a success", method, target, code, body)
+		for _, l := range []Listener{Admin, Public} {
+			checkAnswer(t, s.Handler(l), l, req, method, target, query, internal)
 		}
 	})
+}
+
+// checkAnswer sends req to listener l of the API, and checks the answer as
+// FuzzAPI says.
+func checkAnswer(t *testing.T, h http.Handler, l Listener, req *http.Request, method, target, query string, internal []string) {
+	t.Helper()
+	q, badQuery := url.ParseQuery(req.URL.RawQuery)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	code, body, ct := rec.Code, rec.Body.String(), rec.Header().Get("Content-Type")
+
+	if code >= 500 {
+		t.Fatalf("%s %s %q: %d %s", l, method, target, code, body)
+	}
+	// An error may echo the request; what the request holds is no leak.
+	unescaped, _ := url.QueryUnescape(query)
+	asked := method + " " + target + " " + req.URL.Path + " " + unescaped
+	for _, s := range internal {
+		if s != "" && s != "/" && strings.Contains(body, s) && !strings.Contains(asked, s) {
+			t.Fatalf("%s %s %q: %d, the body shows %q: %s", l, method, target, code, s, body)
+		}
+	}
+	if code >= 400 {
+		var e ErrorBody
+		if ct != "application/json" || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error == "" {
+			t.Fatalf("%s %s %q: %d %s %q: not a JSON error", l, method, target, code, ct, body)
+		}
+	}
+	// The status the request calls for, found without the API's code.
+	path, name := route(req.URL.Path)
+	methods, routed := routes[path]
+	if l == Public && !publicRoutes[path] {
+		routed = false
+	}
+	switch {
+	case code >= 300 && code < 400 && code != http.StatusNotModified:
+		t.Fatalf("%s %s %q: %d %s: a redirect", l, method, target, code, body)
+	case len(req.RequestURI) > MaxTarget:
+		if code != http.StatusRequestURITooLong {
+			t.Fatalf("%s %s %q: %d, want 414", l, method, target, code)
+		}
+	case badQuery != nil:
+		if code != http.StatusBadRequest {
+			t.Fatalf("%s %s %q: %d %s, want 400: %v", l, method, target, code, body, badQuery)
+		}
+	case !routed:
+		if code != http.StatusNotFound {
+			t.Fatalf("%s %s %q: %d %s, want 404", l, method, target, code, body)
+		}
+	case !contains(methods, method):
+		if code != http.StatusMethodNotAllowed {
+			t.Fatalf("%s %s %q: %d %s, want 405", l, method, target, code, body)
+		}
+	case code == http.StatusNotFound && unknownName(path, name, q):
+	case code >= 400 && code != http.StatusBadRequest:
+		t.Fatalf("%s %s %q: %d %s, want 400 or a success", l, method, target, code, body)
+	}
 }
 
 func contains(list []string, s string) bool {

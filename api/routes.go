@@ -2,8 +2,10 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
+	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -19,13 +21,24 @@ type endpoint struct {
 	// cost is the stored records a request reads, for the cap on heavy
 	// queries; nil for an endpoint that is never heavy.
 	cost cost
+	// public puts the route on the public listener too: a public figure,
+	// which anyone may read. The others are the operator's (see Listener).
+	public bool
+	// stream answers GET only: a HEAD of a stream would hold a connection
+	// open for nothing.
+	stream bool
 }
 
-// routes registers every endpoint. Every request goes through one chain:
+// routes builds the routers of both listeners from one table: the admin
+// listener serves every endpoint, the public one only those marked public.
+// Every request goes through one chain:
 //
-//  1. ServeHTTP: CORS (which answers a preflight itself), then the refusal
-//     of a request no endpoint could read (see refused);
-//  2. the router: the endpoint by path and method, or a 404 or 405;
+//  1. chain: on the public listener, CORS (which answers a preflight
+//     itself); on the admin listener, the token, if one is set (see
+//     authorized); then the refusal of a request no endpoint could read
+//     (see refused);
+//  2. the listener's router: the endpoint by path and method, or a 404 or
+//     405;
 //  3. handle: the query parsed once into a request, the heavy-query cap
 //     for an endpoint with a cost, the handler, the handler's error written
 //     by writeError, and the answer counted by route and status.
@@ -33,44 +46,83 @@ type endpoint struct {
 // What a request answers for (?site=, ?scope=, ?counter=) is read by the
 // handlers that take it, from the parsed query (see Server.source).
 func (s *Server) routes() {
-	// A path with // or .. names no endpoint: a JSON 404, rather than the
-	// router's redirect to the cleaned path, with an empty body.
-	s.router.SkipClean(true)
+	endpoints := []endpoint{
+		{path: "/api/v1/stats", h: s.stats, public: true},
+		{path: "/api/v1/pages", h: s.pages, cost: s.pagesCost, public: true},
+		{path: "/api/v1/pages/count", h: s.pageCounts, public: true},
+		{path: "/api/v1/series", h: s.series, cost: s.seriesCost, public: true},
+		{path: "/api/v1/sites", h: s.sitesList, public: true},
+		{path: "/api/v1/counters", h: s.counters, public: true},
+		{path: "/api/v1/counters/{name}", h: s.counterKeys, public: true},
+		{path: "/api/v1/counters/{name}/top", h: s.counterTop, public: true},
+		{path: "/api/v1/ratios/{name}/top", h: s.ratioTop, public: true},
+		{path: "/api/v1/events", h: s.events, public: true, stream: true},
+		{path: "/api/v1/status", h: s.status},
+		{path: "/healthz", h: s.healthz},
+		{path: "/readyz", h: s.readyz},
+	}
 	if s.deps.Metrics != nil {
 		s.metrics = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "logtally_api_requests_total", Help: "API requests by route and status.",
 		}, []string{"route", "code"})
 		s.deps.Metrics.MustRegister(s.metrics)
-		s.router.Handle("/metrics", promhttp.HandlerFor(s.deps.Metrics, promhttp.HandlerOpts{})).
-			Methods(http.MethodGet, http.MethodHead)
-	}
-	endpoints := []endpoint{
-		{"/api/v1/stats", s.stats, nil},
-		{"/api/v1/pages", s.pages, s.pagesCost},
-		{"/api/v1/pages/count", s.pageCounts, nil},
-		{"/api/v1/series", s.series, s.seriesCost},
-		{"/api/v1/sites", s.sitesList, nil},
-		{"/api/v1/counters", s.counters, nil},
-		{"/api/v1/counters/{name}", s.counterKeys, nil},
-		{"/api/v1/counters/{name}/top", s.counterTop, nil},
-		{"/api/v1/ratios/{name}/top", s.ratioTop, nil},
-		{"/api/v1/status", s.status, nil},
-		{"/healthz", s.healthz, nil},
-		{"/readyz", s.readyz, nil},
+		endpoints = append(endpoints, endpoint{path: "/metrics", h: metricsHandler(s.deps.Metrics)})
 	}
 	if s.cfg.Dashboard {
 		endpoints = append(endpoints, dashboard()...)
 	}
 	for _, e := range endpoints {
-		s.router.Handle(e.path, s.handle(e.path, e.h, e.cost)).Methods(http.MethodGet, http.MethodHead)
+		s.table = append(s.table, Route{Path: e.path, Public: e.public, Stream: e.stream})
 	}
-	s.router.Handle("/api/v1/events", s.handle("/api/v1/events", s.events, nil)).Methods(http.MethodGet)
-	s.router.NotFoundHandler = s.handle("unknown", func(w http.ResponseWriter, r *request) error {
+	s.admin = s.chain(Admin, s.router(endpoints, func(endpoint) bool { return true }))
+	s.public = s.chain(Public, s.router(endpoints, func(e endpoint) bool { return e.public }))
+}
+
+// Route is one endpoint as Routes lists it.
+type Route struct {
+	Path   string // as the router matches it: {name} stands for a name
+	Public bool   // the public listener serves it too
+	Stream bool   // an event stream: GET only, and it never ends by itself
+}
+
+// Routes returns every endpoint the admin listener serves, and which of
+// them the public one serves: what a test walks to check each listener's
+// answers, route by route, without a list of its own to go stale.
+func (s *Server) Routes() []Route { return slices.Clone(s.table) }
+
+// router routes the endpoints that serve says its listener serves; every
+// other path is a JSON 404.
+func (s *Server) router(endpoints []endpoint, serve func(endpoint) bool) *mux.Router {
+	r := mux.NewRouter()
+	// A path with // or .. names no endpoint: a JSON 404, rather than the
+	// router's redirect to the cleaned path, with an empty body.
+	r.SkipClean(true)
+	for _, e := range endpoints {
+		if !serve(e) {
+			continue
+		}
+		methods := []string{http.MethodGet, http.MethodHead}
+		if e.stream {
+			methods = methods[:1]
+		}
+		r.Handle(e.path, s.handle(e.path, e.h, e.cost)).Methods(methods...)
+	}
+	r.NotFoundHandler = s.handle("unknown", func(w http.ResponseWriter, r *request) error {
 		return notFound("no such endpoint: " + r.URL.Path)
 	}, nil)
-	s.router.MethodNotAllowedHandler = s.handle("method", func(w http.ResponseWriter, r *request) error {
+	r.MethodNotAllowedHandler = s.handle("method", func(w http.ResponseWriter, r *request) error {
 		return &Error{Code: CodeMethodNotAllowed, Message: "method " + r.Method + " not allowed on " + r.URL.Path}
 	}, nil)
+	return r
+}
+
+// metricsHandler serves reg in the Prometheus text format.
+func metricsHandler(reg *prometheus.Registry) handler {
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return func(w http.ResponseWriter, r *request) error {
+		h.ServeHTTP(w, r.Request)
+		return nil
+	}
 }
 
 // handle is the part of the chain that every route shares (see routes).
@@ -142,49 +194,4 @@ func (w *statusWriter) status() int {
 		return http.StatusOK
 	}
 	return w.code
-}
-
-var varyOrigin = []string{"Origin"}
-
-// cors adds the CORS headers for an allowed origin, and answers preflight
-// requests itself: 204 with the CORS headers for an allowed origin, and a
-// JSON 403 that says so for any other, rather than the 405 an OPTIONS
-// request would get from the router, which looks like a routing mistake.
-func (s *Server) cors(w http.ResponseWriter, r *http.Request) (done bool) {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
-	allowed := ""
-	for _, o := range s.cfg.CORSOrigins {
-		if o == "*" {
-			allowed = "*"
-			break
-		}
-		if o == origin {
-			allowed = origin
-			break
-		}
-	}
-	if allowed == "" {
-		if preflight {
-			s.writeError(w, r, &Error{Code: CodeForbidden,
-				Message: "origin " + origin + " may not read this API (allow it with --cors-origin)"})
-			return true
-		}
-		return false
-	}
-	h := w.Header()
-	h["Access-Control-Allow-Origin"] = []string{allowed}
-	h["Vary"] = varyOrigin
-	if preflight {
-		h["Access-Control-Allow-Methods"] = []string{"GET, HEAD, OPTIONS"}
-		h["Access-Control-Allow-Headers"] = []string{"If-None-Match"}
-		h["Access-Control-Max-Age"] = []string{"600"}
-		w.WriteHeader(http.StatusNoContent)
-		return true
-	}
-	h["Access-Control-Expose-Headers"] = []string{"ETag"}
-	return false
 }

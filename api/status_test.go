@@ -30,12 +30,12 @@ func TestLastCommitAbsentBeforeTheFirst(t *testing.T) {
 	}
 }
 
-// TestPreflightFromAnOriginNotAllowed is a JSON 403 that says why, with or
-// without --cors-origin, and never the CORS headers.
+// TestPreflightFromAnOriginNotAllowed is a JSON 403 on the public listener
+// that says why, with or without --cors-origin, and never the CORS headers.
 func TestPreflightFromAnOriginNotAllowed(t *testing.T) {
 	snap := func() *logtally.Snapshot { return &logtally.Snapshot{} }
 	for _, cfg := range []Config{{}, {CORSOrigins: []string{"https://example.com"}}} {
-		s := New(cfg, Deps{Snapshot: snap})
+		s := New(cfg, Deps{Snapshot: snap}).Handler(Public)
 		rec := do(s, "OPTIONS", "/api/v1/stats", map[string]string{"Origin": "https://www.example.org", "Access-Control-Request-Method": "GET"})
 		want := `{"error":"origin https://www.example.org may not read this API (allow it with --cors-origin)"}` + "\n"
 		if rec.Code != 403 || rec.Body.String() != want || rec.Header().Get("Content-Type") != "application/json" ||

@@ -31,7 +31,7 @@ go build -o "$dir/heavy" ./bench/heavy
 "$bin" replay --db "$dir/db" --tz UTC "$dir/access.log" >/dev/null 2>&1
 port=$((20000 + RANDOM % 20000))
 # shellcheck disable=SC2086
-"$bin" run --db "$dir/db" --tz UTC --listen "127.0.0.1:$port" --window-end log ${FLAGS:-} 2>"$dir/daemon.log" &
+"$bin" run --db "$dir/db" --tz UTC --admin-listen "127.0.0.1:$port" --window-end log ${FLAGS:-} 2>"$dir/daemon.log" &
 pid=$!
 for _ in $(seq 100); do
   curl -sf "127.0.0.1:$port/healthz" >/dev/null && break

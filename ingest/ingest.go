@@ -46,6 +46,10 @@ type Config struct {
 	// window's; replay, which has none, takes --max-skew.
 	MaxSkew   time.Duration
 	NoSamples bool // do not keep the last rejected lines (run's --no-samples)
+	// ShowRejected keeps the samples of rejected lines as they were read
+	// rather than redacted (run's --show-rejected-lines); the log's are
+	// redacted still.
+	ShowRejected bool
 
 	// Sites: where a line's site comes from. PatternSites[i] is the site
 	// of the files of pattern i (tailer.Chunk.Pattern), "" for none; a
@@ -172,7 +176,7 @@ func New(cfg Config, deps Deps) (*Core, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Core{cfg: cfg, now: deps.Now,
-		rejects:      rejects{off: cfg.NoSamples, now: deps.Now, log: deps.Logger},
+		rejects:      rejects{off: cfg.NoSamples, whole: cfg.ShowRejected, now: deps.Now, log: deps.Logger},
 		commitRecord: commitRecord{now: deps.Now, log: deps.Logger, seconds: newCommitHistogram()},
 		parse: lineParser{format: deps.Format, classifier: deps.Classifier, matcher: deps.Counters,
 			maxLine: cfg.MaxLine, maxSkew: int64(cfg.MaxSkew / time.Second), multi: cfg.Multi(), byField: cfg.ByField,

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"net/netip"
 	"strings"
 	"unicode/utf8"
@@ -14,15 +15,18 @@ import (
 // information of a URL are dropped, and every query string is cut to its
 // "?". What is left tells a line in the wrong format from a right one.
 
+// separators end the words that redact looks at one by one.
+const separators = " \t\"[](),;=?@"
+
 // redact returns line with what is personal dropped (see above), cut to
 // max bytes, as valid UTF-8.
 func redact(line []byte, max int) string {
-	s := strings.ToValidUTF8(string(line), "\uFFFD")
+	s := strings.ToValidUTF8(string(head(line, 4*max)), "\uFFFD")
 	s = dropUsers(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	for len(s) > 0 {
-		i := strings.IndexAny(s, " \t\"[](),;=?@")
+		i := strings.IndexAny(s, separators)
 		if i < 0 {
 			i = len(s)
 		}
@@ -40,6 +44,23 @@ func redact(line []byte, max int) string {
 		s = s[1:]
 	}
 	return cut(b.String(), max)
+}
+
+// head returns what redact needs to read of line for an answer of at most
+// max/4 bytes (a query string it cuts may shrink much): the first max bytes,
+// less a word that the cut would split. A split address is no longer an
+// address, and would be left as it is, unmasked; a word too long to be an
+// address is kept cut.
+func head(line []byte, max int) []byte {
+	if len(line) <= max {
+		return line
+	}
+	if bytes.IndexByte([]byte(separators), line[max]) < 0 {
+		if i := bytes.LastIndexAny(line[:max], separators); i >= 0 {
+			return line[:i+1]
+		}
+	}
+	return line[:max]
 }
 
 // queryEnd returns where the query string at the start of s ends: at a
@@ -92,11 +113,17 @@ func maskURLHost(tok string) string {
 }
 
 // dropUsers drops the identity and user fields of a line in the Common
-// Log Format ("host ident user [time] ..."), and the user information of
-// any URL (scheme://user:pass@host).
+// Log Format ("host ident user [time] ..."), wherever the host is (a
+// virtual host may come first, as in Apache's vhost_combined: a line in
+// another format than the one given is what is rejected most), and the
+// user information of any URL (scheme://user:pass@host).
 func dropUsers(s string) string {
-	if f := strings.SplitN(s, " ", 4); len(f) == 4 && strings.HasPrefix(f[3], "[") {
-		s = f[0] + " - - " + f[3]
+	if i := strings.Index(s, " ["); i > 0 {
+		words := strings.Split(s[:i], " ")
+		if len(words) == 3 || len(words) > 3 && looksLikeTime(s[i+2:]) {
+			words[len(words)-2], words[len(words)-1] = "-", "-"
+			s = strings.Join(words, " ") + s[i:]
+		}
 	}
 	for i := 0; ; {
 		j := strings.Index(s[i:], "://")
@@ -110,6 +137,13 @@ func dropUsers(s string) string {
 		}
 		i = start
 	}
+}
+
+// looksLikeTime reports whether s starts as the time of a Common Log
+// Format line does after its "[": a day of the month, then a slash.
+func looksLikeTime(s string) bool {
+	day, _, ok := strings.Cut(s, "/")
+	return ok && len(day) >= 1 && len(day) <= 2 && strings.Trim(day, "0123456789") == ""
 }
 
 // cut cuts s to at most max bytes on a rune boundary, marking the cut.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,6 +27,7 @@ const (
 // second.
 type rejects struct {
 	off     bool // Config.NoSamples
+	whole   bool // Config.ShowRejected: samples kept as read, not redacted
 	now     func() time.Time
 	log     *slog.Logger
 	lastLog time.Time // only the goroutine that applies lines uses it
@@ -34,16 +36,18 @@ type rejects struct {
 	samples []Sample // the last MaxSamples rejected lines, oldest first
 }
 
-// keep keeps a copy of a rejected line, redacted and cut to
-// MaxSampleSize bytes (see redact).
+// keep keeps a copy of a rejected line, redacted (see redact) unless
+// whole, and cut to MaxSampleSize bytes.
 func (rj *rejects) keep(line []byte, err error) {
 	if rj.off {
 		return
 	}
-	if len(line) > 4*MaxSampleSize {
-		line = line[:4*MaxSampleSize] // what redaction could keep of it
+	s := Sample{Time: rj.now(), Reason: err.Error()}
+	if rj.whole {
+		s.Line = cut(strings.ToValidUTF8(string(line[:min(len(line), 2*MaxSampleSize)]), "\uFFFD"), MaxSampleSize)
+	} else {
+		s.Line = redact(line, MaxSampleSize)
 	}
-	s := Sample{Time: rj.now(), Reason: err.Error(), Line: redact(line, MaxSampleSize)}
 	rj.mu.Lock()
 	if len(rj.samples) == MaxSamples {
 		copy(rj.samples, rj.samples[1:])
@@ -64,13 +68,11 @@ func (rj *rejects) due() bool {
 	return true
 }
 
-// logRejected logs a bad line, redacted (see redact), and how many were
-// rejected in all.
+// logRejected logs a bad line, redacted (see redact) even when the
+// samples are kept whole: a log is read by more people, and kept longer,
+// than the status is. It logs how many were rejected in all too.
 func (rj *rejects) logRejected(line []byte, err error, total int64) {
 	const max = 256
-	if len(line) > 4*max {
-		line = line[:4*max]
-	}
 	rj.log.Warn("rejected line", "reason", err, "line", redact(line, max), "rejected_total", total)
 }
 

@@ -224,7 +224,7 @@ func (s *soak) logPath() string { return filepath.Join(s.dir, "access.log") }
 
 // runArgs are the arguments of a `logtally run`.
 func (s *soak) runArgs(windowEnd string) []string {
-	args := []string{"run", "--db", s.dbPath, "--tz", "UTC", "--listen", s.addr, "--window-end", windowEnd,
+	args := []string{"run", "--db", s.dbPath, "--tz", "UTC", "--admin-listen", s.addr, "--window-end", windowEnd,
 		"--window", s.cfg.window.String(), "--log-level", "warn"}
 	if s.cfg.fleet {
 		args = append(args, "--fleet", s.fleet.server.URL(), "--node", nodeName, "--fleet-refresh", "250ms")

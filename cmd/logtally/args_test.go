@@ -83,7 +83,7 @@ func TestFlagsAfterFiles(t *testing.T) {
 	m := NewMain()
 	m.Stderr = io.Discard
 	m.Getenv = func(string) (string, bool) { return "", false }
-	if err := m.ParseFlags([]string{"run", log, "--site", "blog=" + blog, "--listen", "127.0.0.1:7777", "--", "-odd.log"}); err != nil {
+	if err := m.ParseFlags([]string{"run", log, "--site", "blog=" + blog, "--admin-listen", "127.0.0.1:7777", "--", "-odd.log"}); err != nil {
 		t.Fatal(err)
 	}
 	r := m.run()
@@ -96,8 +96,8 @@ func TestFlagsAfterFiles(t *testing.T) {
 	if want := []siteFile{{Site: "blog", Path: blog}}; !slices.Equal(r.Pipeline.siteFiles(), want) {
 		t.Errorf("sites = %v, want %v", r.Pipeline.siteFiles(), want)
 	}
-	if r.serve.Listen != "127.0.0.1:7777" {
-		t.Errorf("--listen after the files: listen = %q", r.serve.Listen)
+	if r.serve.AdminListen != "127.0.0.1:7777" {
+		t.Errorf("--admin-listen after the files: admin listen = %q", r.serve.AdminListen)
 	}
 }
 
@@ -127,7 +127,7 @@ func TestEnvironmentValuesSayWhatTheyWant(t *testing.T) {
 		{"run", "LOGTALLY_INCLUDE_BOTS", "maybe", `$LOGTALLY_INCLUDE_BOTS="maybe" (--include-bots): want true or false`},
 		{"run", "LOGTALLY_LOG_LEVEL", "loud", `$LOGTALLY_LOG_LEVEL="loud" (--log-level): want debug, info, warn or error`},
 		{"run", "LOGTALLY_LOG_FORMAT", "xml", `$LOGTALLY_LOG_FORMAT="xml" (--log-format): want text or json`},
-		{"run", "LOGTALLY_LISTEN", "8080", `$LOGTALLY_LISTEN="8080" (--listen): want host:port, such as 127.0.0.1:8080 or :8080 (missing port in address)`},
+		{"run", "LOGTALLY_ADMIN_LISTEN", "8080", `$LOGTALLY_ADMIN_LISTEN="8080" (--admin-listen): want host:port, such as 127.0.0.1:8080 or :8080 (missing port in address)`},
 		{"replay", "LOGTALLY_MAX_SKEW", "soon", `$LOGTALLY_MAX_SKEW="soon" (--max-skew): want a duration such as 90s, 10m or 1h30m`},
 		{"report", "LOGTALLY_PAGES", "x", `$LOGTALLY_PAGES="x" (--pages): want a whole number`},
 	}

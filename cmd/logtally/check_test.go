@@ -92,7 +92,7 @@ func TestDamagedDatabaseRefusedBeforeServing(t *testing.T) {
 	if err := damageBucket(db, "minutes"); err != nil {
 		t.Fatal(err)
 	}
-	code, stderr, _ := child(t, 30*time.Second, "run", "--db", db, "--listen", "127.0.0.1:0")
+	code, stderr, _ := child(t, 30*time.Second, "run", "--db", db, "--admin-listen", "127.0.0.1:0")
 	want := "logtally: " + db + ": database file is damaged: per-minute counts (bucket sites/default/minutes): "
 	if code != exitDamaged || !strings.Contains(stderr, want) ||
 		!strings.Contains(stderr, "; run 'logtally check --db "+db+"' for what is damaged and how to recover") {
@@ -125,8 +125,8 @@ func TestDamagedDatabaseRefusedBeforeServing(t *testing.T) {
 func TestSecondDaemonSaysInUse(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "logtally.db")
-	start(t, time.Now, "run", "--db", db, "--listen", "127.0.0.1:0")
-	code, stderr, took := child(t, 30*time.Second, "run", "--db", db, "--listen", "127.0.0.1:0")
+	start(t, time.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0")
+	code, stderr, took := child(t, 30*time.Second, "run", "--db", db, "--admin-listen", "127.0.0.1:0")
 	want := "logtally: open " + db + ": database file is in use by another process"
 	if code != 1 || !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "stop that process first, or give this one another --db") {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %s...", code, stderr, want)

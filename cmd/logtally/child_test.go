@@ -93,7 +93,7 @@ type daemon struct {
 var servingAddr = regexp.MustCompile(`msg=serving addr=(\S+)`)
 
 // startDaemon starts `logtally run` with args (as childEnv holds them) and
-// --listen 127.0.0.1:0, and returns once it serves its API, at the
+// --admin-listen 127.0.0.1:0, and returns once it serves its API, at the
 // address its log names: each life has an address of its own, which no
 // other test can take between a probe and the daemon's listen. A daemon
 // still running at the end of the test is killed.
@@ -101,7 +101,7 @@ func startDaemon(t *testing.T, args string) *daemon {
 	t.Helper()
 	d := &daemon{t: t, exited: make(chan struct{})}
 	d.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	d.cmd.Env = append(os.Environ(), childEnv+"=run --listen 127.0.0.1:0 "+args)
+	d.cmd.Env = append(os.Environ(), childEnv+"=run --admin-listen 127.0.0.1:0 "+args)
 	pipe, err := d.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -25,18 +25,18 @@ import (
 
 func TestFlagsFromEnvironment(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"LOGTALLY_DB": "/tmp/from-env.db", "LOGTALLY_MAX_SKEW": "30s", "LOGTALLY_LISTEN": "127.0.0.1:9999"}
+	env := map[string]string{"LOGTALLY_DB": "/tmp/from-env.db", "LOGTALLY_MAX_SKEW": "30s", "LOGTALLY_ADMIN_LISTEN": "127.0.0.1:9999"}
 	m := NewMain()
 	m.Stderr = io.Discard
 	m.Getenv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if err := m.ParseFlags([]string{"run", "--listen", "127.0.0.1:7777"}); err != nil {
+	if err := m.ParseFlags([]string{"run", "--admin-listen", "127.0.0.1:7777"}); err != nil {
 		t.Fatal(err)
 	}
 	if m.run().Store.Path != "/tmp/from-env.db" || m.run().Window.MaxSkew != 30*time.Second {
 		t.Errorf("from the environment: db %q, max-skew %s", m.run().Store.Path, m.run().Window.MaxSkew)
 	}
-	if m.run().serve.Listen != "127.0.0.1:7777" {
-		t.Errorf("listen = %q: the command line must win over the environment", m.run().serve.Listen)
+	if m.run().serve.AdminListen != "127.0.0.1:7777" {
+		t.Errorf("listen = %q: the command line must win over the environment", m.run().serve.AdminListen)
 	}
 
 	env["LOGTALLY_WINDOW"] = "ten minutes"
@@ -121,7 +121,7 @@ func TestMetricsStatusAndReadiness(t *testing.T) {
 	m := NewMain()
 	m.Now = clk.Now
 	m.Stdout, m.Stderr = io.Discard, io.Discard
-	if err := m.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0",
+	if err := m.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0",
 		"--poll-interval", "5ms", "--flush-interval", "10ms", log}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestDebugListen(t *testing.T) {
 	dir := t.TempDir()
 	m := NewMain()
 	m.Stdout, m.Stderr = io.Discard, io.Discard
-	if err := m.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0",
+	if err := m.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0",
 		"--debug-listen", "127.0.0.1:0"}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestDebugListen(t *testing.T) {
 
 	m2 := NewMain()
 	m2.Stdout, m2.Stderr = io.Discard, io.Discard
-	if err := m2.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0"}); err != nil {
+	if err := m2.ParseFlags([]string{"run", "--db", filepath.Join(dir, "db2"), "--admin-listen", "127.0.0.1:0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m2.Run(t.Context()); err != nil {

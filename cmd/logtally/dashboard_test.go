@@ -14,9 +14,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -243,7 +245,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	appendLines(t, log, lines...)
 	// Minutes kept for 30 minutes: the chart of the last hour shows what
 	// it does not hold.
-	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--keep-minutes", "30m", log)
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--keep-minutes", "30m", log)
 	poll.Until(t, "the log read", func() bool { return stats(t, m).Requests == 122 })
 	poll.Until(t, "the log committed", func() bool { return m.pipeline().Commits() > 0 }) // for the day's pages
 
@@ -384,7 +386,7 @@ func TestDashboardFallsBackToPolling(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	appendLines(t, log, line("192.0.2.1", clk.At(-time.Minute), "GET /a HTTP/1.1", 200, browser))
-	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--max-streams", "1", log)
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--max-streams", "1", log)
 	poll.Until(t, "the log read", func() bool { return stats(t, m).Requests == 1 })
 
 	resp, err := http.Get("http://" + m.Addr() + "/api/v1/events")
@@ -415,7 +417,7 @@ func TestDashboardFallsBackToPolling(t *testing.T) {
 // event stream instead of waiting for its client.
 func TestCloseEndsEventStreams(t *testing.T) {
 	t.Parallel()
-	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0")
+	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--admin-listen", "127.0.0.1:0")
 	resp, err := http.Get("http://" + m.Addr() + "/api/v1/events")
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +447,7 @@ func TestCloseEndsEventStreams(t *testing.T) {
 func TestDashboardOff(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	on := start(t, time.Now, "run", "--db", filepath.Join(dir, "db1"), "--listen", "127.0.0.1:0")
+	on := start(t, time.Now, "run", "--db", filepath.Join(dir, "db1"), "--admin-listen", "127.0.0.1:0")
 	resp, err := http.Get("http://" + on.Addr() + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -454,7 +456,7 @@ func TestDashboardOff(t *testing.T) {
 	if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != 200 || !strings.Contains(csp, "script-src 'self'") {
 		t.Errorf("GET / = %d with CSP %q", resp.StatusCode, csp)
 	}
-	off := start(t, time.Now, "run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0", "--dashboard=false")
+	off := start(t, time.Now, "run", "--db", filepath.Join(dir, "db2"), "--admin-listen", "127.0.0.1:0", "--dashboard=false")
 	for _, p := range []string{"/", "/ui/dashboard.js"} {
 		if status, body := get(t, off, p); status != 404 {
 			t.Errorf("--dashboard=false: GET %s = %d %s, want 404", p, status, body)
@@ -535,7 +537,7 @@ func TestDashboardScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(work)
-	m := start(t, time.Now, "run", "--listen", "127.0.0.1:0", "--window-end", "log", "--tz", "UTC",
+	m := start(t, time.Now, "run", "--admin-listen", "127.0.0.1:0", "--window-end", "log", "--tz", "UTC",
 		filepath.Join("testdata", "sample.log"))
 	poll.Until(t, "the sample read", func() bool { return stats(t, m).Requests == 396 })
 	poll.Until(t, "the sample committed", func() bool { return m.pipeline().Commits() > 0 })
@@ -567,7 +569,7 @@ func TestDashboardSites(t *testing.T) {
 	b := newChrome(t)
 	dir := t.TempDir()
 	log, shop, truth := sitesLog(t, dir)
-	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--format", "vhost_combined",
+	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--format", "vhost_combined",
 		"--site-field", "%v", "--site", "shop.example.org="+shop, "--window-end", "log", log)
 	poll.Until(t, "the logs read", func() bool { return stats(t, m).Requests == truth[logtally.AllSites].requests })
 	poll.Until(t, "the logs committed", func() bool { return m.pipeline().Commits() > 0 }) // for each site's history
@@ -585,6 +587,56 @@ func TestDashboardSites(t *testing.T) {
 		if v := b.eval(t, `document.getElementById("visitors").dataset.value || ""`); v != fmt.Sprint(len(truth[site].visitors)) {
 			t.Errorf("%s: visitors shown %s, want %d", site, v, len(truth[site].visitors))
 		}
+	}
+	b.checkClean(t)
+}
+
+// TestDashboardWithAdminToken: with --admin-token-file, the dashboard works
+// in a real browser once its user gives the token at the browser's prompt
+// for basic authentication, answered here over the DevTools protocol as a
+// person would: the page, its polls and its event stream all carry it. Its
+// rejected lines are redacted.
+func TestDashboardWithAdminToken(t *testing.T) {
+	t.Parallel()
+	b := newChrome(t)
+	const token = "dGhlIGFkbWluIHRva2VuIG9mIHRoZSB0ZXN0"
+	dir := t.TempDir()
+	file, log := filepath.Join(dir, "token"), filepath.Join(dir, "access.log")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	appendLines(t, log, line("192.0.2.1", clk.At(-time.Minute), "GET /a HTTP/1.1", 200, browser),
+		`203.0.113.77 - alice [not a time] "GET /login?password=hunter2 HTTP/1.1" 200 5 "-" "-"`)
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0",
+		"--admin-token-file", file, log)
+
+	var prompts atomic.Int64
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *fetch.EventRequestPaused:
+			go chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		case *fetch.EventAuthRequired:
+			prompts.Add(1)
+			go chromedp.Call(b.ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID,
+				AuthChallengeResponse: &fetch.AuthChallengeResponse{
+					Response: fetch.AuthChallengeResponseResponseProvideCredentials, Username: "operator", Password: token}})
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	b.run(t, chromedp.Navigate("http://"+m.Addr()+"/"))
+	b.waitEval(t, "the figures", `document.getElementById("requests").dataset.value || ""`, "1")
+	b.waitEval(t, "the event stream", `document.getElementById("conn").dataset.state`, "live")
+	b.waitEval(t, "the rejected line, redacted", `String(document.getElementById("samples").textContent.includes("203.0.113.0/24 - - [not a time] \"GET /login?…"))`, "true")
+	if got := b.eval(t, `document.body.textContent`); strings.Contains(got, "hunter2") || strings.Contains(got, "203.0.113.77") || strings.Contains(got, "alice") {
+		t.Errorf("the dashboard shows what is personal: %s", got)
+	}
+	if prompts.Load() == 0 {
+		t.Error("the browser was never asked for the token")
 	}
 	b.checkClean(t)
 }

@@ -42,7 +42,7 @@ func TestDeletedDatabaseIsReported(t *testing.T) {
 	logs := newLockedBuffer()
 	m := NewMain()
 	m.Stdout, m.Stderr = io.Discard, logs
-	if err := m.ParseFlags([]string{"run", "--db", db, "--listen", "127.0.0.1:0"}); err != nil {
+	if err := m.ParseFlags([]string{"run", "--db", db, "--admin-listen", "127.0.0.1:0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {

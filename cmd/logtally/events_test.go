@@ -20,7 +20,7 @@ func TestEventStreamFollowsNewLines(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	appendLines(t, log, line("192.0.2.1", clk.At(-time.Minute), "GET /a HTTP/1.1", 200, browser))
-	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", log)
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", log)
 
 	resp, err := http.Get("http://" + m.Addr() + "/api/v1/events")
 	if err != nil {

@@ -37,7 +37,7 @@ func TestMistypedPathIsReported(t *testing.T) {
 	typo := filepath.Join(dir, "acess.log")
 	appendLines(t, filepath.Join(dir, "access.log"))
 	for _, require := range []bool{false, true} {
-		args := []string{"run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0", typo}
+		args := []string{"run", "--db", filepath.Join(t.TempDir(), "db"), "--admin-listen", "127.0.0.1:0", typo}
 		if require {
 			args = append(args[:1], append([]string{"--require-files"}, args[1:]...)...)
 		}
@@ -70,7 +70,7 @@ func TestNoFalseLagAfterRestart(t *testing.T) {
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	appendLines(t, log, line("192.0.2.1", clk.At(-time.Minute), "GET /a HTTP/1.1", 200, browser),
 		line("192.0.2.2", clk.At(-time.Minute), "GET /b HTTP/1.1", 200, browser))
-	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
+	args := []string{"run", "--db", db, "--admin-listen", "127.0.0.1:0", log}
 	m := start(t, clk.Now, args...)
 	poll.Until(t, "the lines", func() bool { return m.pipeline().Lines() == 2 })
 	if err := m.Close(); err != nil {
@@ -98,7 +98,7 @@ func TestCommonFormatCountsPageViews(t *testing.T) {
 		`192.0.2.1 - - [`+clk.At(-time.Minute)+`] "GET /a HTTP/1.1" 200 512`,
 		`192.0.2.2 - - [`+clk.At(-time.Minute)+`] "GET /b HTTP/1.1" 200 512`,
 		`192.0.2.2 - - [`+clk.At(-time.Minute)+`] "GET /b.css HTTP/1.1" 200 512`)
-	m := start(t, clk.Now, "run", "--format", "common", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", log)
+	m := start(t, clk.Now, "run", "--format", "common", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", log)
 	poll.Until(t, "the lines", func() bool { return stats(t, m).Requests == 3 })
 	if s := stats(t, m); s.Pageviews != 2 || s.Visitors != 2 {
 		t.Errorf("stats = %+v, want 2 page views by 2 visitors", s)

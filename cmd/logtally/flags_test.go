@@ -19,6 +19,11 @@ func TestFlagErrors(t *testing.T) {
 	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "nginx.conf")
 	os.WriteFile(conf, []byte(`http { log_format upstream '$remote_addr [$time_local] "$request"'; log_format json_logs escape=json '{"a":"$remote_addr"}'; }`), 0o644)
+	short, empty, lines := filepath.Join(t.TempDir(), "short"), filepath.Join(t.TempDir(), "empty"), filepath.Join(t.TempDir(), "lines")
+	os.WriteFile(short, []byte("hunter2\n"), 0o600)
+	os.WriteFile(empty, []byte(" \n"), 0o600)
+	os.WriteFile(lines, []byte("0123456789abcdef\n0123456789abcdef\n"), 0o600)
+	const tokenFix = "write a random one into it, such as: head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE"
 	tests := []struct {
 		args string
 		want string
@@ -56,6 +61,18 @@ func TestFlagErrors(t *testing.T) {
 		{"run ---x", "logtally run: bad flag syntax \"---x\": write --name or --name=value\nsee 'logtally run --help'\n"},
 		{"check x.db", "logtally check: check takes no FILE (x.db): name the database with --db\nsee 'logtally check --help'\n"},
 		{"check --listen :1", "logtally check: unknown flag --listen: check has no such flag\nsee 'logtally check --help'\n"},
+		{"run --admin-listen 0.0.0.0:8080", "logtally run: --admin-listen 0.0.0.0:8080: the admin listener (status, metrics, dashboard) would be reachable from other machines without a token: serve the public figures with --public-listen 0.0.0.0:8080 and keep the admin listener on 127.0.0.1, or require a token there with --admin-token-file FILE\nsee 'logtally run --help'\n"},
+		{"run --admin-listen :8080", "logtally run: --admin-listen :8080: the admin listener (status, metrics, dashboard) would be reachable from other machines without a token: serve the public figures with --public-listen :8080 and keep the admin listener on 127.0.0.1, or require a token there with --admin-token-file FILE\nsee 'logtally run --help'\n"},
+		{"run --listen 192.0.2.1:80", "logtally run: --listen 192.0.2.1:80: the admin listener (status, metrics, dashboard) would be reachable from other machines without a token: serve the public figures with --public-listen 192.0.2.1:80 and keep the admin listener on 127.0.0.1, or require a token there with --admin-token-file FILE\nsee 'logtally run --help'\n"},
+		{"run --listen 127.0.0.1:1 --admin-listen 127.0.0.1:2", "logtally run: --listen 127.0.0.1:1 and --admin-listen 127.0.0.1:2: --listen is the old name of --admin-listen; give --admin-listen only\nsee 'logtally run --help'\n"},
+		{"run --public-listen 127.0.0.1:8080", "logtally run: --public-listen 127.0.0.1:8080: the admin listener's address too: give each its own\nsee 'logtally run --help'\n"},
+		{"run --public-listen 8081", "logtally run: --public-listen \"8081\": want host:port, such as 127.0.0.1:8080 or :8080 (missing port in address)\nsee 'logtally run --help'\n"},
+		{"run --cors-origin https://www.example.com", "logtally run: --cors-origin: the CORS headers are sent on the public listener only: add --public-listen ADDRESS, and publish that one\nsee 'logtally run --help'\n"},
+		{"run --admin-token-file " + short, "logtally run: --admin-token-file " + short + ": a token of 7 bytes is too easily guessed (want 16 or more): " + tokenFix + "\nsee 'logtally run --help'\n"},
+		{"run --admin-token-file " + empty, "logtally run: --admin-token-file " + empty + ": empty: " + tokenFix + "\nsee 'logtally run --help'\n"},
+		{"run --admin-token-file " + lines, "logtally run: --admin-token-file " + lines + ": more than one line: the token is one line; " + tokenFix + "\nsee 'logtally run --help'\n"},
+		{"run --admin-token-file /nonexistent/token", "logtally run: --admin-token-file: open /nonexistent/token: no such file or directory\nsee 'logtally run --help'\n"},
+		{"run --show-rejected-lines --no-samples", "logtally run: --show-rejected-lines with --no-samples: no rejected line is kept to show; drop one of them\nsee 'logtally run --help'\n"},
 		{"version extra", "logtally version: version takes no arguments, got [\"extra\"]\nsee 'logtally version --help'\n"},
 	}
 	for _, tt := range tests {
@@ -93,7 +110,7 @@ func TestHelpListsOnlyTheCommandsFlags(t *testing.T) {
 		}
 		return out.String()
 	}
-	runOnly := []string{"--window ", "--window-end", "--max-paths", "--max-visitors", "--no-samples", "--listen",
+	runOnly := []string{"--window ", "--window-end", "--max-paths", "--max-visitors", "--no-samples", "--listen", "--admin-listen", "--public-listen", "--admin-token-file", "--show-rejected-lines",
 		"--debug-listen", "--cache-max-age", "--cors-origin", "--poll-interval", "--rescan-interval", "--idle-grace", "--require-files"}
 	both := []string{"--db ", "--format", "--nginx-conf", "--tz", "--flush-lines", "--flush-interval", "--max-line", "--log-level",
 		"--include-bots", "--keep-minutes", "--max-skew"}

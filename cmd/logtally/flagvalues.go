@@ -121,6 +121,21 @@ func (a addressValue) Set(s string) error {
 
 func (addressValue) typeName() string { return "address" }
 
+// setValue is a flag value that records whether it was set, from the
+// command line or the environment: what a default cannot tell.
+type setValue struct {
+	addressValue
+	set *bool
+}
+
+func (v setValue) Set(s string) error {
+	if err := v.addressValue.Set(s); err != nil {
+		return err
+	}
+	*v.set = true
+	return nil
+}
+
 // choiceValue is one of a few words.
 type choiceValue struct {
 	stringRef

@@ -29,7 +29,7 @@ func BenchmarkStatsRead(b *testing.B) {
 			if err := os.WriteFile(log, nil, 0o644); err != nil {
 				b.Fatal(err)
 			}
-			args := []string{"run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", "--dashboard=false"}
+			args := []string{"run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--dashboard=false"}
 			if mode == "fleet" {
 				args = append(args, "--fleet", pgtest.Database(b), "--node", "bench")
 			}

@@ -43,7 +43,7 @@ func TestFleetFirstStartClaimsTheLog(t *testing.T) {
 	m := NewMain()
 	var stderr syncBuffer
 	m.Stdout, m.Stderr = &stderr, &stderr
-	if err := m.ParseFlags([]string{"run", "--fleet", unreachable, "--node", "first", "--db", db, "--listen", "127.0.0.1:0", log}); err != nil {
+	if err := m.ParseFlags([]string{"run", "--fleet", unreachable, "--node", "first", "--db", db, "--admin-listen", "127.0.0.1:0", log}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,7 +70,7 @@ func TestFleetFirstStartClaimsTheLog(t *testing.T) {
 	}
 	m.Close()
 
-	m = start(t, time.Now, "run", "--fleet", url, "--node", "first", "--db", db, "--listen", "127.0.0.1:0", "--flush-interval", "10ms", log)
+	m = start(t, time.Now, "run", "--fleet", url, "--node", "first", "--db", db, "--admin-listen", "127.0.0.1:0", "--flush-interval", "10ms", log)
 	poll.Until(t, "every line counted", func() bool { return m.run().pipeline.Commits() > 0 && stats(t, m).Requests >= 52 })
 	if got := stats(t, m).Requests; got != 52 {
 		t.Errorf("requests in the window = %d, want 52", got)

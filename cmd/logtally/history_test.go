@@ -95,7 +95,7 @@ func TestReplay2015AnswersSeriesExactly(t *testing.T) {
 	if !strings.Contains(summary, "kept: 1000 lines in minutes, hours and days") {
 		t.Errorf("replay summary %q: want every line kept in minutes, hours and days", summary)
 	}
-	m := start(t, time.Now, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC")
+	m := start(t, time.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0", "--tz", "UTC")
 	for _, step := range []struct {
 		name string
 		d    time.Duration
@@ -133,7 +133,7 @@ func TestPointsBeforeKeptFrom(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", archive)
-	m := start(t, time.Now, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC")
+	m := start(t, time.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0", "--tz", "UTC")
 	s := series(t, m, "from=2015-05-06T02:50:00Z&to=2015-05-06T02:59:00Z&step=1m")
 	kept := time.Date(2015, 5, 6, 2, 55, 0, 0, time.UTC) // 14 days before the newest line's minute
 	if !s.KeptFrom.Equal(kept) {
@@ -208,7 +208,7 @@ func TestShorterRetentionIsHeldUnlessApplied(t *testing.T) {
 	}
 	before := minutes()
 
-	m, log := startLogged(t, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC", "--keep-minutes", "1d")
+	m, log := startLogged(t, "run", "--db", db, "--admin-listen", "127.0.0.1:0", "--tz", "UTC", "--keep-minutes", "1d")
 	if pruned, err := m.run().store.Prune(context.Background()); err != nil || len(pruned) != 0 {
 		t.Errorf("held retention pruned %+v, %v", pruned, err)
 	}
@@ -223,7 +223,7 @@ func TestShorterRetentionIsHeldUnlessApplied(t *testing.T) {
 		t.Errorf("%d minutes after a start with a shorter span, want all %d", after, before)
 	}
 
-	m, log = startLogged(t, "run", "--db", db, "--listen", "127.0.0.1:0", "--tz", "UTC", "--keep-minutes", "1d", "--apply-retention")
+	m, log = startLogged(t, "run", "--db", db, "--admin-listen", "127.0.0.1:0", "--tz", "UTC", "--keep-minutes", "1d", "--apply-retention")
 	poll.Until(t, "the pruner to log what it deleted", func() bool { return strings.Contains(log.String(), "pruned history past its retention") })
 	m.Close()
 	after := minutes()
@@ -246,7 +246,7 @@ func TestReplayThenRunShowsCurrentMinute(t *testing.T) {
 		appendLines(t, log, line(fmt.Sprintf("192.0.2.%d", i), clk.At(-time.Duration(30-i)*time.Second), "GET / HTTP/1.1", 200, browser))
 	}
 	replayLogs(t, "--db", db, log)
-	m := start(t, clk.Now, "run", "--db", db, "--listen", "127.0.0.1:0")
+	m := start(t, clk.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0")
 	if s := stats(t, m); s.Requests != 30 || s.Visitors != 30 {
 		t.Errorf("stats after replaying the current minute: %+v, want its 30 requests and visitors", s)
 	}

@@ -17,7 +17,7 @@ import (
 // a redirect with an empty body.
 func TestDaemonAnswersBadRequestsInJSON(t *testing.T) {
 	t.Parallel()
-	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0")
+	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--admin-listen", "127.0.0.1:0")
 	for _, tt := range []struct {
 		target string
 		status int

@@ -170,8 +170,13 @@ func (m *Main) Close() error {
 	return m.cmd.Close()
 }
 
-// Addr returns the address the API listens on, once run's Run has returned.
+// Addr returns the address the admin listener listens on, once run's Run
+// has returned.
 func (m *Main) Addr() string { return m.cmd.(*runCmd).Addr() }
+
+// PublicAddr returns the address the public listener listens on, once
+// run's Run has returned; empty without --public-listen.
+func (m *Main) PublicAddr() string { return m.cmd.(*runCmd).PublicAddr() }
 
 // DebugAddr returns the address the profiles are served on, once run's Run
 // has returned; empty when they are not served.

@@ -103,7 +103,7 @@ func TestEndToEnd(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	appendLines(t, log) // the file exists, empty, before the daemon starts
 	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--listen", "127.0.0.1:0", log)
+	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", log)
 
 	appendLines(t, log,
 		line("192.0.2.1", clk.At(-9*time.Minute-58*time.Second), "GET /old HTTP/1.1", 200, browser), // leaves after 3s
@@ -164,7 +164,7 @@ func TestRestartResumesExactly(t *testing.T) {
 	}
 	const n, more = 120, 80
 	appendLines(t, log)
-	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
+	args := []string{"run", "--db", db, "--admin-listen", "127.0.0.1:0", log}
 
 	m := start(t, clk.Now, args...)
 	appendLines(t, log, lines(0, n)...)
@@ -181,7 +181,7 @@ func TestRestartResumesExactly(t *testing.T) {
 	_, gotPages := get(t, m, "/api/v1/pages")
 
 	// An uninterrupted run over the same log must show the same window.
-	whole := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db2"), "--listen", "127.0.0.1:0", log)
+	whole := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db2"), "--admin-listen", "127.0.0.1:0", log)
 	poll.Until(t, "a single run to read everything", func() bool { return whole.pipeline().Lines() == n+more })
 	poll.Until(t, "its stats", func() bool { return stats(t, whole).Requests == n+more })
 	if _, want := get(t, whole, "/api/v1/stats"); gotStats != want {
@@ -274,7 +274,7 @@ func TestReplayThenServe(t *testing.T) {
 
 	// run with no FILE serves what the replay stored; the sample spans ten
 	// minutes, so a window ending at its newest line holds all of it.
-	m := start(t, time.Now, "run", "--db", db, "--listen", "127.0.0.1:0", "--window-end", "log")
+	m := start(t, time.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0", "--window-end", "log")
 	if s := stats(t, m); s.Requests != int64(parsed) || s.Visitors == 0 || s.Pageviews == 0 {
 		t.Errorf("served stats = %+v, want %d requests and some visitors", s, parsed)
 	}
@@ -297,7 +297,7 @@ func TestRunReplayRun(t *testing.T) {
 		return out
 	}
 	appendLines(t, log)
-	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", log}
+	args := []string{"run", "--db", db, "--admin-listen", "127.0.0.1:0", log}
 	m := start(t, clk.Now, args...)
 	appendLines(t, log, lines("192.0.2", 0, 100)...)
 	poll.Until(t, "the run's lines read", func() bool { return m.pipeline().Lines() == 100 })

@@ -132,7 +132,7 @@ func TestNginxRotationAndRestart(t *testing.T) {
 	})
 	const n = 3000
 	const probes = 1 // the request that waited for nginx to answer
-	args := []string{"run", "--db", db, "--listen", "127.0.0.1:0", "--rescan-interval", "100ms", log}
+	args := []string{"run", "--db", db, "--admin-listen", "127.0.0.1:0", "--rescan-interval", "100ms", log}
 	m := start(t, time.Now, args...)
 	poll.Until(t, "the probe's line read", func() bool { return m.pipeline().Lines() == probes })
 
@@ -225,7 +225,7 @@ func TestNginxSites(t *testing.T) {
 			}
 		}
 	}
-	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--listen", "127.0.0.1:0",
+	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--admin-listen", "127.0.0.1:0",
 		"--format", format, "--site-field", "$host", filepath.Join(n.dir, "access.log"))
 	// 11, and startNginxWith's first request, to 127.0.0.1.
 	poll.Until(t, "both sites counted", func() bool { return stats(t, m).Requests == 12 })
@@ -240,5 +240,42 @@ func TestNginxSites(t *testing.T) {
 	}
 	if st := stats(t, m); st.Visitors != 1 {
 		t.Errorf("all sites: %d visitors, want 1 (one client on two sites)", st.Visitors)
+	}
+}
+
+// TestNginxPublishesThePublicListener: the nginx snippets of the README
+// and docs/operations.md, in a real nginx, in front of the daemon's public
+// listener, publish the live counter, and nothing of the admin listener:
+// the status is a 404 through them. Not parallel (see
+// TestNginxRotationAndRestart).
+func TestNginxPublishesThePublicListener(t *testing.T) {
+	m := start(t, time.Now, "run", "--db", filepath.Join(t.TempDir(), "db"), "--admin-listen", "127.0.0.1:0",
+		"--public-listen", "127.0.0.1:0")
+	for _, doc := range []string{"../../README.md", "../../docs/operations.md"} {
+		t.Run(filepath.Base(doc), func(t *testing.T) {
+			data, err := os.ReadFile(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, block, ok := strings.Cut(string(data), "```nginx\n")
+			block, _, _ = strings.Cut(block, "```")
+			if !ok || !strings.Contains(block, "127.0.0.1:8081") || strings.Contains(block, "8080") {
+				t.Fatalf("%s: no nginx snippet that proxies the public listener, 127.0.0.1:8081:\n%s", doc, block)
+			}
+			block = strings.ReplaceAll(block, "127.0.0.1:8081", m.PublicAddr())
+			ng := startNginxWith(t, "server {\n\tlisten %[2]s;\n"+block+"\tlocation / { return 200 \"ok\\n\"; }\n}")
+			for path, want := range map[string]string{"/api/v1/stats": `"window_seconds":600`, "/api/v1/status": "", "/metrics": ""} {
+				resp, err := http.Get("http://" + ng.addr + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if want != "" && (resp.StatusCode != 200 || !strings.Contains(string(body), want)) ||
+					want == "" && (resp.StatusCode == 200 && string(body) != "ok\n" || strings.Contains(string(body), "logtally_")) {
+					t.Errorf("GET %s through nginx: %d %.200s", path, resp.StatusCode, body)
+				}
+			}
+		})
 	}
 }

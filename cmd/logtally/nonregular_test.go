@@ -45,7 +45,7 @@ func TestNonRegularInputIsRefused(t *testing.T) {
 				m.Stdout, m.Stderr = io.Discard, io.Discard
 				args := []string{command, "--db", filepath.Join(t.TempDir(), "db"), in.path}
 				if command == "run" {
-					args = append(args[:1], append([]string{"--listen", "127.0.0.1:0"}, args[1:]...)...)
+					args = append(args[:1], append([]string{"--admin-listen", "127.0.0.1:0"}, args[1:]...)...)
 				}
 				var err error
 				done := make(chan struct{})

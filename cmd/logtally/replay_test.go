@@ -103,7 +103,7 @@ func TestReplayGzipOfLiveFileChangesNothing(t *testing.T) {
 		lines = append(lines, line(fmt.Sprintf("192.0.2.%d", i%50), clk.At(-time.Duration(i)*time.Second), "GET /p HTTP/1.1", 200, browser))
 	}
 	appendLines(t, log, lines[:200]...)
-	m := start(t, clk.Now, "run", "--db", db, "--listen", "127.0.0.1:0", log)
+	m := start(t, clk.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0", log)
 	poll.Until(t, "lines read live", func() bool { return m.pipeline().Lines() == 200 })
 	if err := m.Close(); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func (r *runCmd) check(files []string) error {
 	}
 	r.Pipeline.live(r.Tailer.MaxLine)
 	fleetErr := r.fleetSettings() // gives the store its outbox first
-	return errors.Join(r.countConfig.validate(), r.serve.API.Validate(), fleetErr)
+	return errors.Join(r.countConfig.validate(), r.serve.check(), fleetErr)
 }
 
 // Run opens the database, starts following the files and serves the API.
@@ -65,6 +65,10 @@ func (r *runCmd) Run(ctx context.Context) (err error) {
 	r.started = r.proc.Now()
 	if err := r.ensureLogger(r.proc); err != nil {
 		return err
+	}
+	if r.serve.listen != "" {
+		r.proc.Logger.Warn("--listen is deprecated: it is --admin-listen now, which serves the whole API; serve the public figures apart with --public-listen, and protect the admin listener with --admin-token-file if it must leave loopback",
+			"admin_listen", r.serve.AdminListen)
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	if r.counting, err = r.open(ctx, r.proc, r.salt); err != nil {
@@ -156,8 +160,18 @@ func (r *runCmd) Rescan() {
 	}
 }
 
-// Addr returns the address the API listens on, once Run has returned.
-func (r *runCmd) Addr() string { return r.http.apiLn.Addr().String() }
+// Addr returns the address the admin listener listens on, once Run has
+// returned.
+func (r *runCmd) Addr() string { return r.http.adminLn.Addr().String() }
+
+// PublicAddr returns the address the public listener listens on, once Run
+// has returned; empty without --public-listen.
+func (r *runCmd) PublicAddr() string {
+	if r.http.publicLn == nil {
+		return ""
+	}
+	return r.http.publicLn.Addr().String()
+}
 
 // DebugAddr returns the address the profiles are served on, once Run has
 // returned; empty when they are not served.

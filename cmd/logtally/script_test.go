@@ -54,8 +54,8 @@ func scriptSetup(m *Main) {
 // TestScripts runs testdata/script/*.txtar: the command line's behaviour,
 // and every example of the docs (see TestDocsExamples). Each script has
 // testdata/sample.log, archive-2015.log, vhosts.log, shop.log, counters.log
-// and counters.conf in its work directory, and $ADDR, a free loopback
-// address, for a daemon to listen on.
+// and counters.conf in its work directory, and $ADDR and $PUBLIC_ADDR, free
+// loopback addresses, for a daemon's admin and public listeners.
 //
 // Where PostgreSQL is installed, $FLEET is the URL of a database of the
 // scripts' own on the test binary's shared server (pgtest.Database), and
@@ -91,13 +91,16 @@ func TestScripts(t *testing.T) {
 					return err
 				}
 			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return err
+			for _, name := range []string{"ADDR", "PUBLIC_ADDR"} {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					return err
+				}
+				env.Setenv(name, ln.Addr().String())
+				defer ln.Close() // held until both are chosen, so that they differ
 			}
-			env.Setenv("ADDR", ln.Addr().String())
 			env.Setenv("FLEET", fleetURL)
-			return ln.Close()
+			return nil
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "postgres" {
@@ -122,9 +125,10 @@ func TestScripts(t *testing.T) {
 // and may end in "| grep -E PATTERN".
 // logtally is the program under test; curl is done here, with the flags the
 // docs use (-s, -i, -N, --path-as-is, -X METHOD, -H 'Name: value'), and
-// localhost:8080, the default address, stands for $ADDR. curl -i prints the
-// status line and the headers, without Date, whose value changes every
-// second.
+// localhost:8080, the admin listener's default address, stands for $ADDR,
+// and localhost:8081, the docs' public listener, for $PUBLIC_ADDR. curl -i
+// prints the status line and the headers, without Date, whose value
+// changes every second.
 //
 // Only the replay summary's speed ("in 0.01s (35000 lines/s)") is not
 // compared: no two runs take the same time.
@@ -311,6 +315,7 @@ func runCurl(ts *testscript.TestScript, args []string) string {
 		}
 	}
 	url = strings.Replace(url, "localhost:8080", ts.Getenv("ADDR"), 1)
+	url = strings.Replace(url, "localhost:8081", ts.Getenv("PUBLIC_ADDR"), 1)
 	if !strings.HasPrefix(url, "http://") {
 		url = "http://" + url
 	}

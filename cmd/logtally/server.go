@@ -9,15 +9,33 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync"
 	"time"
 
 	"github.com/logtally/logtally/api"
 )
 
-// serveConfig is how run serves: the API's address and settings, what
-// readiness asks of the files, and where the profiles are.
+// defaultAdminListen is where the admin listener is unless told: the
+// machine itself, where the README's tour and a curl on the box reach it.
+const defaultAdminListen = "127.0.0.1:8080"
+
+// shutdownTimeout is how long Close lets the API's answers end.
+const shutdownTimeout = 10 * time.Second
+
+// serveConfig is how run serves: its two listeners (see api.Listener) and
+// the API's settings, what readiness asks of the files, and where the
+// profiles are.
 type serveConfig struct {
-	Listen string // API address
+	// AdminListen is the operator's address: every endpoint, the status,
+	// the metrics and the dashboard among them. Off loopback it needs a
+	// token (AdminTokenFile).
+	AdminListen string
+	// PublicListen, if set, is where the public figures, and only they,
+	// are served: the address to publish. Off when empty.
+	PublicListen string
+	// AdminTokenFile holds the token the admin listener asks for; none
+	// when empty.
+	AdminTokenFile string
 	// DebugListen, if set, is where run serves Go's pprof profiles: how to
 	// see where memory and CPU go on a production box.
 	DebugListen string
@@ -25,11 +43,23 @@ type serveConfig struct {
 	// readiness failure, rather than only a warning and a status.
 	RequireFiles bool
 	API          api.Config
+
+	// listen is the deprecated --listen, the old name of --admin-listen;
+	// adminSet says whether --admin-listen was given (on the command line
+	// or in the environment).
+	listen   string
+	adminSet bool
 }
 
 func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
-	c.Listen = "127.0.0.1:8080"
-	fs.Var(addressValue{stringRef{&c.Listen}}, "listen", "API listen `address`")
+	c.AdminListen = defaultAdminListen
+	fs.Var(setValue{addressValue{stringRef{&c.AdminListen}}, &c.adminSet}, "admin-listen",
+		"serve the whole API (status, /metrics, the dashboard and the public figures) on this `address`; off loopback it needs --admin-token-file")
+	fs.Var(addressValue{stringRef{&c.PublicListen}}, "public-listen",
+		"serve only the public figures (stats, pages, series, sites, counters, ratios, the event stream, the widget), read-only and with the CORS headers, on this `address`, the one to publish; off when empty")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "",
+		"require the token this `file` holds on the admin listener (Authorization: Bearer TOKEN, or TOKEN as the password of basic authentication)")
+	fs.Var(addressValue{stringRef{&c.listen}}, "listen", "deprecated: the old name of --admin-listen (the `address` of the whole API); the public figures have --public-listen")
 	fs.Var(addressValue{stringRef{&c.DebugListen}}, "debug-listen",
 		"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
 	fs.BoolVar(&c.RequireFiles, "require-files", false,
@@ -37,22 +67,41 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	c.API.RegisterFlags(fs)
 }
 
-// servers are run's HTTP servers: the API, and the profiles if asked.
+// servers are run's HTTP servers: the admin and public listeners of the
+// API, and the profiles if asked.
 type servers struct {
-	api, debug     *http.Server
-	apiLn, debugLn net.Listener
+	admin, public, debug       *http.Server
+	adminLn, publicLn, debugLn net.Listener
 }
 
-// serveAPI serves the API that cfg and deps make.
-func (s *servers) serveAPI(cfg serveConfig, deps api.Deps, log *slog.Logger, paths int, db string) error {
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
+// serveAPI serves the API that cfg and deps make: every endpoint on the
+// admin listener, and the public figures on the public one if asked.
+func (s *servers) serveAPI(cfg serveConfig, deps api.Deps, log *slog.Logger, paths int, db string) (err error) {
+	if s.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+		return fmt.Errorf("--admin-listen: %w", err)
 	}
-	s.apiLn = ln
+	if cfg.PublicListen != "" {
+		if s.publicLn, err = net.Listen("tcp", cfg.PublicListen); err != nil {
+			return fmt.Errorf("--public-listen: %w", err)
+		}
+	}
 	handler := api.New(cfg.API, deps)
-	s.api = &http.Server{
-		Handler:           handler,
+	s.admin = apiServer(handler, api.Admin)
+	go s.admin.Serve(s.adminLn)
+	log.Info("serving", "addr", s.adminLn.Addr().String(), "listener", "admin", "token", cfg.API.AdminToken != "",
+		"paths", paths, "db", db)
+	if s.publicLn != nil {
+		s.public = apiServer(handler, api.Public)
+		go s.public.Serve(s.publicLn)
+		log.Info("serving the public figures", "addr", s.publicLn.Addr().String(), "listener", "public")
+	}
+	return nil
+}
+
+// apiServer returns the server of listener l of handler.
+func apiServer(handler *api.Server, l api.Listener) *http.Server {
+	srv := &http.Server{
+		Handler:           handler.Handler(l),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -60,11 +109,9 @@ func (s *servers) serveAPI(cfg serveConfig, deps api.Deps, log *slog.Logger, pat
 		MaxHeaderBytes:    api.MaxHeaderBytes, // the handler answers past its own limits, in JSON
 	}
 	// Shutdown waits for responses to end, and an event stream never does
-	// by itself: ending them is the handler's part.
-	s.api.RegisterOnShutdown(handler.Close)
-	go s.api.Serve(ln)
-	log.Info("serving", "addr", ln.Addr().String(), "paths", paths, "db", db)
-	return nil
+	// by itself: ending them is the handler's part (once for both).
+	srv.RegisterOnShutdown(handler.Close)
+	return srv
 }
 
 // serveDebug serves the pprof profiles on their own listener, apart from
@@ -87,19 +134,28 @@ func (s *servers) serveDebug(addr string, log *slog.Logger) error {
 	return nil
 }
 
-// close shuts the API down, letting responses end, and the profiles at
-// once (a profile being taken is cut short).
+// close shuts both listeners of the API down together, letting responses
+// end for up to shutdownTimeout, and the profiles at once (a profile being
+// taken is cut short). A listener opened but not yet served is closed.
 func (s *servers) close() error {
-	var errs []error
-	if s.api != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		errs = append(errs, s.api.Shutdown(ctx))
-		s.api = nil
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, srv := range []*http.Server{s.admin, s.public} {
+		if srv != nil {
+			wg.Go(func() { errs[i] = srv.Shutdown(ctx) })
+		}
+	}
+	wg.Wait()
+	for _, ln := range []net.Listener{s.adminLn, s.publicLn} {
+		if ln != nil && s.admin == nil {
+			ln.Close() // the API failed to start: nothing serves it
+		}
 	}
 	if s.debug != nil {
-		errs = append(errs, s.debug.Close())
-		s.debug = nil
+		errs[2] = s.debug.Close()
 	}
+	s.admin, s.public, s.debug = nil, nil, nil
 	return errors.Join(errs...)
 }

@@ -58,6 +58,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Anchor, "window-end", c.Anchor,
 		"what the window ends at: clock (now) or log (the newest line's time, for archives)")
 	fs.BoolVar(&c.Ingest.NoSamples, "no-samples", c.Ingest.NoSamples, "do not keep the last rejected lines for /api/v1/status")
+	fs.BoolVar(&c.Ingest.ShowRejected, "show-rejected-lines", c.Ingest.ShowRejected,
+		"show the last rejected lines in /api/v1/status and the dashboard (admin listener only) as they were read, client addresses, user names and query strings included, rather than redacted; the log's stay redacted")
 }
 
 // Validate reports settings that cannot work.
@@ -65,6 +67,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Anchor != "" && c.Anchor != AnchorClock && c.Anchor != AnchorLog {
 		errs = append(errs, fmt.Errorf("--window-end %q: want %s or %s", c.Anchor, AnchorClock, AnchorLog))
+	}
+	if c.Ingest.NoSamples && c.Ingest.ShowRejected {
+		errs = append(errs, errors.New("--show-rejected-lines with --no-samples: no rejected line is kept to show; drop one of them"))
 	}
 	if c.PublishInterval < 0 {
 		errs = append(errs, fmt.Errorf("publish interval %s: must not be negative", c.PublishInterval))
