@@ -19,6 +19,9 @@ import (
 // after them.
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// testVerifier is the visitor secret's verifier of the tests' nodes.
+const testVerifier = "verifier of the test secret"
+
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -37,6 +40,7 @@ func pinClock(url string, at time.Time) string {
 func open(t testing.TB, url, node string, now time.Time) *Store {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node = pinClock(url, now), node
 	s, err := Open(testContext(t), cfg, discard())
 	if err != nil {
@@ -84,8 +88,8 @@ func TestConfigFlags(t *testing.T) {
 }
 
 // TestOpenCreatesSchemaOnce opens the same database from several nodes at
-// once and again: the schema is created once, the salt is the same for
-// everyone, and the version is recorded.
+// once and again: the schema is created once, the first node's verifier
+// is the fleet's, and the version is recorded.
 func TestOpenCreatesSchemaOnce(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
@@ -97,6 +101,7 @@ func TestOpenCreatesSchemaOnce(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			cfg := DefaultConfig()
+			cfg.Verifier = testVerifier
 			cfg.URL, cfg.Node = url, "node"
 			stores[i], errs[i] = Open(ctx, cfg, discard())
 		})
@@ -110,12 +115,9 @@ func TestOpenCreatesSchemaOnce(t *testing.T) {
 	}
 	again := open(t, url, "late", time.Now())
 	for i, s := range append(stores, again) {
-		if s.Salt() != stores[0].Salt() {
-			t.Errorf("store %d: salt %x, want %x", i, s.Salt(), stores[0].Salt())
+		if !s.SameSecret() {
+			t.Errorf("store %d: not the fleet's secret", i)
 		}
-	}
-	if stores[0].Salt() == 0 {
-		t.Error("salt is zero")
 	}
 	var versions []int32
 	rows, err := again.pool.Query(ctx, "SELECT version FROM logtally.schema_version ORDER BY version")
@@ -141,6 +143,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node = url, "b"
 	if _, err := Open(ctx, cfg, discard()); !errors.Is(err, ErrSchema) {
 		t.Errorf("Open = %v, want ErrSchema", err)
@@ -151,6 +154,7 @@ func TestOpenKeepsFleetZone(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node, cfg.TZ = pgtest.Database(t), "a", "Europe/Paris"
 	first, err := Open(ctx, cfg, discard())
 	if err != nil {
@@ -171,6 +175,7 @@ func TestOpenKeepsFleetZone(t *testing.T) {
 func TestOpenUnreachable(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node = "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2", "a"
 	_, err := Open(testContext(t), cfg, discard())
 	if err == nil {

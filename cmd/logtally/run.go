@@ -67,7 +67,7 @@ func (r *runCmd) Run(ctx context.Context) (err error) {
 		return err
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
-	if r.counting, err = r.open(ctx, r.proc, r.salt); err != nil {
+	if r.counting, err = r.open(ctx, r.proc, r.joinFleet); err != nil {
 		return err
 	}
 	deps := r.start(ctx)
