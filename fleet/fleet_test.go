@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/logtally/logtally/internal/pgtest"
 )
 
@@ -183,5 +184,51 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("error leaks the password: %v", err)
+	}
+}
+
+// TestUpgradeDropsSalt opens a fleet database of schema version 2, as the
+// logtally before keyed hashes made it (its settings holding the fleet's
+// salt): version 3 drops the salt, the first node's verifier is stored,
+// and the counts stay.
+func TestUpgradeDropsSalt(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	ctx := testContext(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `CREATE SCHEMA logtally;
+		CREATE TABLE logtally.schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for v := range 2 {
+		if err == nil {
+			_, err = conn.Exec(ctx, migrations[v])
+		}
+		if err == nil {
+			_, err = conn.Exec(ctx, "INSERT INTO logtally.schema_version (version) VALUES ($1)", v+1)
+		}
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `INSERT INTO logtally.settings (salt, tz) VALUES (-1234567, 'UTC');
+			INSERT INTO logtally.days (site, day, node, pageviews, visitors) VALUES ('default', '2026-03-05', 'a', 7, 3)`)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, url, "a", time.Unix(t0, 0))
+	if !s.SameSecret() {
+		t.Error("the first node's verifier is not the fleet's")
+	}
+	var cols string
+	err = conn.QueryRow(ctx, `SELECT string_agg(column_name, ' ' ORDER BY column_name) FROM information_schema.columns
+		WHERE table_schema = 'logtally' AND table_name = 'settings'`).Scan(&cols)
+	if err != nil || cols != "created_at id tz verifier" {
+		t.Errorf("settings columns %q, %v; want no salt", cols, err)
+	}
+	var visitors int64
+	if err := conn.QueryRow(ctx, "SELECT visitors FROM logtally.days").Scan(&visitors); err != nil || visitors != 3 {
+		t.Errorf("a day's visitors after the upgrade: %d, %v", visitors, err)
 	}
 }
