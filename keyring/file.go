@@ -40,18 +40,19 @@ type file struct {
 // FilePath returns the keys file kept beside the database db.
 func FilePath(db string) string { return db + ".keys" }
 
-// OpenFile opens (creating it if missing) the keys file path of a node
+// OpenFile opens (creating it, readable by its owner alone, if missing)
+// the keys file path of a node
 // that counts alone, with days in loc whose keys are kept keep past their
 // end (see Keep).
 func OpenFile(path string, loc *time.Location, keep time.Duration, logger *slog.Logger) (*Ring, error) {
-	f, created, err := openKeys(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	kf := &file{f: f, slots: make(map[uint32]int64)}
 	r := newRing(loc, keep, logger)
 	r.file = kf
-	if err = kf.load(r); errors.Is(err, errEmpty) || err == nil && created {
+	if err = kf.load(r); errors.Is(err, errEmpty) {
 		err = kf.init(path)
 	}
 	if err != nil {
@@ -59,19 +60,6 @@ func OpenFile(path string, loc *time.Location, keep time.Duration, logger *slog.
 		return nil, fmt.Errorf("visitor keys %s: %w", path, err)
 	}
 	return r, nil
-}
-
-// openKeys opens path, creating it if missing, and reports whether it did.
-func openKeys(path string) (*os.File, bool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err == nil {
-		return f, false, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, err
-	}
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	return f, err == nil, err
 }
 
 // init writes a new file's header and syncs it and its directory.
