@@ -55,6 +55,7 @@ func TestImportLayers(t *testing.T) {
 		{".", []string{module + "/"}},
 		{"tally", []string{module + "/parser", module + "/classify", module + "/window", module + "/storage", module + "/tailer", module + "/ingest", module + "/api", module + "/fleet", module + "/counter", "go.etcd.io/bbolt"}},
 		{"parser", []string{module + "/", "go.etcd.io/bbolt"}},
+		{"keyring", []string{module + "/", "go.etcd.io/bbolt"}},
 		{"classify", []string{module + "/window", module + "/storage", module + "/ingest", module + "/api", module + "/tailer", "go.etcd.io/bbolt"}},
 		{"window", []string{module + "/parser", module + "/classify", module + "/storage", module + "/tailer", "github.com/satyrius/gonx", "go.etcd.io/bbolt"}},
 		{"tailer", []string{module + "/parser", module + "/classify", module + "/window", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},

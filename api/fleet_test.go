@@ -149,10 +149,12 @@ func TestFleetSaysWhyNoView(t *testing.T) {
 	var view publisher[logtally.View]
 	s := New(Config{}, Deps{Snapshot: func() *logtally.Snapshot { return &logtally.Snapshot{} }, History: &history{},
 		Fleet: &Fleet{View: view.Load, History: &history{}, Published: view.Published,
-			Why: func() string { return "shipping stopped: fleet database has another visitor salt than this node's" }}})
+			Why: func() string {
+				return "shipping stopped: fleet database was first used with another --visitor-secret-file than this node's (every node must be given a copy of the same secret file)"
+			}}})
 	for _, target := range []string{"/api/v1/stats", "/api/v1/series"} {
 		rec := do(s, "GET", target, nil)
-		if want := `{"error":"the fleet's counts have not been read yet (shipping stopped: fleet database has another visitor salt than this node's); ?scope=node answers for this node"}`; rec.Code != 503 || strings.TrimSpace(rec.Body.String()) != want {
+		if want := `{"error":"the fleet's counts have not been read yet (shipping stopped: fleet database was first used with another --visitor-secret-file than this node's (every node must be given a copy of the same secret file)); ?scope=node answers for this node"}`; rec.Code != 503 || strings.TrimSpace(rec.Body.String()) != want {
 			t.Errorf("%s = %d %s, want 503 %s", target, rec.Code, rec.Body, want)
 		}
 	}

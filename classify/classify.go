@@ -7,14 +7,18 @@
 // status in the page-view range (200-399), a path whose last segment has no
 // static-asset extension, and a user agent that is not a crawler (unless
 // crawlers are included, or unless the log format has no user agent to
-// tell them by: then every request is taken for a person's). A visitor is a salted hash of the client address
-// (in one spelling: see client), or of the address and the user agent: the salt is the database's, so
-// that the same client is the same visitor across restarts, and addresses
-// are never stored.
+// tell them by: then every request is taken for a person's). A visitor is a
+// keyed hash (SipHash-2-4, 128-bit key) of the client address (in one
+// spelling: see client), or of the address and the user agent, under the
+// key of the line's day (see Keys): the same client is one visitor within
+// a day, across restarts and across a fleet's nodes, and another the next
+// day, whose key is another; addresses are never stored, and once a day's
+// key is destroyed its hashes cannot be tied back to them.
 package classify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,9 +26,24 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dchest/siphash"
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/parser"
 )
+
+// Keys gives the key that a line's visitor is hashed with: the key of the
+// day of unix second t (*keyring.Ring). At is called for every page view,
+// from any goroutine: it must not allocate once the day's key is known.
+type Keys interface {
+	At(t int64) (k0, k1 uint64)
+}
+
+// Fixed is one key for every day: for tests and benchmarks, whose hashes
+// must come out the same every run.
+type Fixed struct{ K0, K1 uint64 }
+
+// At returns the key.
+func (f Fixed) At(int64) (k0, k1 uint64) { return f.K0, f.K1 }
 
 // Visitor keys accepted by Config.VisitorKey.
 const (
@@ -144,15 +163,15 @@ type Classifier struct {
 	maxStatus   int
 	includeBots bool // or the format logs no agent to tell crawlers by
 	hostUA      bool
-	salt        uint64
+	keys        Keys
 	exts        map[string]struct{}
 	bots        [][]byte // bot tokens in lower case
 }
 
-// New compiles cfg. salt is mixed into every visitor hash: it must stay the
-// same for the life of a database, so that a visitor seen before and after
-// a restart is still one visitor.
-func New(cfg Config, salt uint64) (*Classifier, error) {
+// New compiles cfg. keys gives each day's visitor-hash key: it must give a
+// day the same key for as long as the day is counted, so that a visitor
+// seen before and after a restart is still one visitor.
+func New(cfg Config, keys Keys) (*Classifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -162,7 +181,7 @@ func New(cfg Config, salt uint64) (*Classifier, error) {
 		maxStatus:   cfg.MaxStatus,
 		includeBots: cfg.IncludeBots || cfg.NoUserAgent,
 		hostUA:      cfg.VisitorKey == KeyHostUA,
-		salt:        salt,
+		keys:        keys,
 		exts:        make(map[string]struct{}, len(cfg.AssetExts)),
 	}
 	for _, e := range cfg.AssetExts {
@@ -210,13 +229,21 @@ func (r *Classifier) ClassifyWith(rec *parser.Record, memo *Memo) logtally.Hit {
 // Visitor returns the visitor hash of a record, whether or not it is a
 // page view: the visitor of a line a named counter counts. It does not
 // allocate.
+//
+// With the user agent, it is the hash of the address's hash and the
+// agent's (under a key told apart by its last bit), so that neither is
+// copied and an agent of any length costs one pass.
 func (r *Classifier) Visitor(rec *parser.Record) uint64 {
+	k0, k1 := r.keys.At(rec.Time.Unix())
 	var buf clientBuf
-	v := fnv(fnvOffset^r.salt, client(rec.Host, &buf))
-	if r.hostUA {
-		v = fnv(fnv(v, []byte{0}), rec.UserAgent)
+	v := siphash.Hash(k0, k1, client(rec.Host, &buf))
+	if !r.hostUA {
+		return v
 	}
-	return mix(v)
+	var pair [16]byte
+	binary.LittleEndian.PutUint64(pair[:8], v)
+	binary.LittleEndian.PutUint64(pair[8:], siphash.Hash(k0, k1^1, rec.UserAgent))
+	return siphash.Hash(k0, k1, pair[:])
 }
 
 func (r *Classifier) method(m []byte) bool {
@@ -319,30 +346,4 @@ func lower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
-}
-
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-// fnv continues a 64-bit FNV-1a hash over b. It is stable across processes,
-// unlike hash/maphash, because visitor hashes are persisted.
-func fnv(h uint64, b []byte) uint64 {
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= fnvPrime
-	}
-	return h
-}
-
-// mix is the splitmix64 finalizer; it spreads FNV's weak high bits so that
-// the hash can feed cardinality sketches.
-func mix(h uint64) uint64 {
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
 }

@@ -12,10 +12,10 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// mustNew compiles cfg with salt 0, failing the test on an error.
+// mustNew compiles cfg with a fixed key, failing the test on an error.
 func mustNew(t testing.TB, cfg Config) *Classifier {
 	t.Helper()
-	c, err := New(cfg, 0)
+	c, err := New(cfg, Fixed{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestValidate(t *testing.T) {
 		cfg.RegisterFlags(fs)
 		err := fs.Parse(args)
 		if err == nil {
-			_, err = New(cfg, 0)
+			_, err = New(cfg, Fixed{})
 		}
 		if err == nil {
 			t.Errorf("%v: no error", args)
@@ -262,5 +262,58 @@ func TestMemoAgreesWithClassify(t *testing.T) {
 	}
 	if len(memo.bots) > memoSize {
 		t.Errorf("memo holds %d agents, want at most %d", len(memo.bots), memoSize)
+	}
+}
+
+// TestVisitorIsSipHash pins the visitor hash to SipHash-2-4 under the
+// day's key, with the reference vector of the SipHash paper (key 00..0f,
+// message 00..0e): a change of the hash would split every stored day's
+// visitors in two.
+func TestVisitorIsSipHash(t *testing.T) {
+	r, err := New(DefaultConfig(), Fixed{0x0706050403020100, 0x0f0e0d0c0b0a0908})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := make([]byte, 15)
+	for i := range host {
+		host[i] = byte(i)
+	}
+	if got, want := r.Visitor(&parser.Record{Host: host, Time: t0}), uint64(0xa129ca6149be45e5); got != want {
+		t.Errorf("Visitor = %#x, want %#x", got, want)
+	}
+}
+
+// dayKeys gives each day (of 86400 seconds from the epoch) a key of its
+// own.
+type dayKeys struct{}
+
+func (dayKeys) At(t int64) (k0, k1 uint64) { return uint64(t / 86400), 42 }
+
+// TestVisitorFollowsTheDayKey: one address is one visitor within a day and
+// another on the next day, whose key is another; with the agent, two
+// agents of one address are two visitors.
+func TestVisitorFollowsTheDayKey(t *testing.T) {
+	for _, key := range []string{KeyHost, KeyHostUA} {
+		cfg := DefaultConfig()
+		cfg.VisitorKey = key
+		r, err := New(cfg, dayKeys{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := func(host, ua string, d time.Duration) uint64 {
+			return r.Visitor(&parser.Record{Host: []byte(host), UserAgent: []byte(ua), Time: t0.Add(d)})
+		}
+		if at("192.0.2.1", "Firefox", 0) != at("192.0.2.1", "Firefox", time.Minute) {
+			t.Errorf("%s: one address, one day: two visitors", key)
+		}
+		if at("192.0.2.1", "Firefox", 0) == at("192.0.2.1", "Firefox", 24*time.Hour) {
+			t.Errorf("%s: one address on two days: one hash", key)
+		}
+		if at("192.0.2.1", "Firefox", 0) == at("192.0.2.2", "Firefox", 0) {
+			t.Errorf("%s: two addresses: one hash", key)
+		}
+		if got := at("192.0.2.1", "Firefox", 0) != at("192.0.2.1", "Chrome", 0); got != (key == KeyHostUA) {
+			t.Errorf("%s: two agents of one address are two visitors: %v", key, got)
+		}
 	}
 }

@@ -339,6 +339,7 @@ func TestApplyMatchesBruteForce(t *testing.T) {
 			stores := make([]*Store, 3)
 			for n := range stores {
 				cfg := DefaultConfig()
+				cfg.Verifier = testVerifier
 				cfg.URL, cfg.Node, cfg.TZ = url, nodeName(n), tz
 				s, err := Open(testContext(t), cfg, discard())
 				if err != nil {

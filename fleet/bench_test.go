@@ -174,11 +174,9 @@ func BenchmarkShip(b *testing.B) {
 				var wg sync.WaitGroup
 				for n := range nodes {
 					cfg := DefaultConfig()
+					cfg.Verifier = testVerifier
 					cfg.URL, cfg.Node = url, nodeName(n)
 					node := NewNode(cfg, outboxes[n], discard(), nil)
-					if _, err := node.Salt(context.Background()); err != nil {
-						b.Fatal(err)
-					}
 					node.Start(context.Background())
 					wg.Go(func() {
 						defer node.Close()

@@ -34,7 +34,7 @@ func (n *Node) loadIdent() error {
 // cursor and read positions, so that the fleet counts every line once.
 //
 // With wait (and always with Config.TakeOver) it waits for the fleet
-// database, as Salt does; without, a database it cannot reach within
+// database; without, a database it cannot reach within
 // startCheckTimeout is left to shipping, which checks the same when it
 // connects and stops on what only a start can mend.
 func (n *Node) Check(ctx context.Context, wait bool) error {
@@ -49,7 +49,7 @@ func (n *Node) Check(ctx context.Context, wait bool) error {
 		}
 		n.store.Store(st)
 	}
-	if err := n.checkSalt(st); err != nil {
+	if err := n.checkSecret(st); err != nil {
 		return err
 	}
 	node, c, err := st.Register(ctx, n.ident, n.cfg.TakeOver)

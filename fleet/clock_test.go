@@ -89,6 +89,7 @@ func TestSkewedNodeClock(t *testing.T) {
 	stores := make([]*Store, 3)
 	for n := range stores {
 		cfg := DefaultConfig()
+		cfg.Verifier = testVerifier
 		cfg.Node = nodeName(n)
 		clock := db
 		if n == 2 {
@@ -159,6 +160,7 @@ func TestPruneKeepsLongestWindow(t *testing.T) {
 	db := time.Unix(t0+900, 0) // five minutes after the newest line
 	w := generate(rand.New(rand.NewPCG(91, 92)), 2, 2, 300)
 	long := DefaultConfig()
+	long.Verifier = testVerifier
 	long.Node = "long"
 	short := long
 	short.Node, short.Window = "short", time.Minute

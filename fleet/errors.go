@@ -120,7 +120,7 @@ func blockKey(b *BlockedError) string {
 // neither a refusal of this node (a name another database holds, a fleet
 // it is behind or ahead of, a newer schema) nor an error that blocks.
 func transient(err error, url string) bool {
-	for _, refusal := range []error{ErrNameTaken, ErrBehind, ErrFleetBehind, ErrGap, ErrSchema, ErrSaltChanged} {
+	for _, refusal := range []error{ErrNameTaken, ErrBehind, ErrFleetBehind, ErrGap, ErrSchema, ErrOtherSecret} {
 		if errors.Is(err, refusal) {
 			return false
 		}

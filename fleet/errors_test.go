@@ -159,6 +159,7 @@ func startBlockedNode(t *testing.T, u, code string, log *logCount) *Node {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node, cfg.Refresh = u, nodeName(0), 50*time.Millisecond
 	n := NewNode(cfg, local.Outbox(), slog.New(log), func() time.Time { return time.Unix(t0+liveSpan, 0) })
 	n.blockedRetry = 10 * time.Millisecond
@@ -269,6 +270,7 @@ func TestShipRefusedBatchBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node, cfg.Refresh = pgtest.Database(t), nodeName(0), 50*time.Millisecond
 	log := newLogCount(slog.LevelError)
 	n := NewNode(cfg, local.Outbox(), slog.New(log), func() time.Time { return time.Unix(t0+liveSpan, 0) })

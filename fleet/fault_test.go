@@ -116,6 +116,7 @@ func shipAll(t *testing.T, url string, w *workload, fault func(ctx context.Conte
 	shippers := make([]*shipper, len(w.batches))
 	for n := range w.batches {
 		cfg := DefaultConfig()
+		cfg.Verifier = testVerifier
 		cfg.URL, cfg.Node = url, nodeName(n)
 		s, err := Open(ctx, cfg, discard())
 		if err != nil {

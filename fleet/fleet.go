@@ -17,15 +17,17 @@
 // and summed on read, so nodes never wait on each other's rows. What must
 // be counted once across nodes (visitor sets per minute, hour and day, each
 // visitor's latest page view, page views per path) is kept once per site and
-// upserted. All nodes hash visitors with the salt the first node stored, so
-// one visitor is one hash across the fleet. The schema is in schema/*.sql.
+// upserted. All nodes hash a visitor with the key of its day, derived from
+// one secret that every node is given and the database never holds, so
+// one visitor is one hash a day across the fleet. The schema is in
+// schema/*.sql.
 //
 // Reads (Window, Series, PathCounts) answer for the whole fleet. A
 // Refresher reads the live window at most once per Config.Refresh and
 // publishes it, so that an HTTP handler reads the last answer and never
 // waits on PostgreSQL.
 //
-// A Node is a daemon's part in all this: it learns the fleet's salt, ships
+// A Node is a daemon's part in all this: it checks the fleet's secret, ships
 // the node's outbox (the batches its local store committed, numbered in
 // the same transactions) in order, retrying whatever fails, and runs the
 // Refresher and the pruner.
@@ -33,9 +35,8 @@ package fleet
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/subtle"
 	"embed"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,6 +91,11 @@ type Config struct {
 	// exactly; after, its visitors are left out and the bucket says it is
 	// approximate.
 	VisitorSpan time.Duration
+
+	// Verifier is HMAC-SHA-256(secret, "logtally verifier") of the
+	// node's --visitor-secret-file (keyring.Secret.Verifier): the first
+	// node stores it, the others must match it. The program sets it.
+	Verifier string
 
 	// TakeOver lets this node's database take the place of the one
 	// registered under Node (a database replacing a lost one): it takes
@@ -284,8 +290,10 @@ type Store struct {
 	cfg  Config
 	log  *slog.Logger
 	pool *pgxpool.Pool
-	salt uint64
-	loc  *time.Location
+	// verifier is the fleet's secret's verifier, as the first node to
+	// start with a secret stored it.
+	verifier string
+	loc      *time.Location
 
 	// Now is the clock that decides which visitor sets are still kept when
 	// a batch is applied, and which series points are exact. Set it before
@@ -299,7 +307,7 @@ type Store struct {
 }
 
 // Open connects to the fleet database, creates or upgrades its schema and,
-// on first start, the fleet's visitor-hash salt. The schema is changed in a
+// on first start, the fleet's settings. The schema is changed in a
 // transaction under an advisory lock, so nodes starting together wait for
 // each other; only a newer logtally's schema is refused (ErrSchema).
 func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Store, error) {
@@ -364,19 +372,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		s.log.Info("fleet: schema upgraded", "version", v)
 	}
-	var seed [8]byte
-	if _, err := rand.Read(seed[:]); err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, "INSERT INTO logtally.settings (salt, tz) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-		int64(binary.LittleEndian.Uint64(seed[:])), s.cfg.TZ)
-	if err != nil {
-		return fmt.Errorf("fleet: settings: %w", err)
-	}
-	var salt int64
 	var tz string
-	if err := tx.QueryRow(ctx, "SELECT salt, tz FROM logtally.settings").Scan(&salt, &tz); err != nil {
-		return fmt.Errorf("fleet: settings: %w", err)
+	var verifier []byte
+	if tz, verifier, err = s.settings(ctx, tx); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("fleet: schema: %w", err)
@@ -388,13 +387,32 @@ func (s *Store) migrate(ctx context.Context) error {
 	if tz != s.cfg.TZ {
 		s.log.Warn("fleet: days follow the fleet's zone, not this node's", "fleet_tz", tz, "node_tz", s.cfg.TZ)
 	}
-	s.salt, s.loc = uint64(salt), loc
+	s.verifier, s.loc = string(verifier), loc
 	return nil
 }
 
-// Salt returns the fleet's visitor-hash salt: every node must hash visitors
-// with it, so that one visitor is one hash across the fleet.
-func (s *Store) Salt() uint64 { return s.salt }
+// settings reads the fleet's zone and its secret's verifier, creating the
+// settings row on first start and storing this node's verifier if none
+// is stored yet.
+func (s *Store) settings(ctx context.Context, tx pgx.Tx) (tz string, verifier []byte, err error) {
+	_, err = tx.Exec(ctx, "INSERT INTO logtally.settings (tz) VALUES ($1) ON CONFLICT DO NOTHING", s.cfg.TZ)
+	if err == nil && s.cfg.Verifier != "" {
+		_, err = tx.Exec(ctx, "UPDATE logtally.settings SET verifier = $1 WHERE verifier IS NULL", []byte(s.cfg.Verifier))
+	}
+	if err == nil {
+		err = tx.QueryRow(ctx, "SELECT tz, verifier FROM logtally.settings").Scan(&tz, &verifier)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("fleet: settings: %w", err)
+	}
+	return tz, verifier, nil
+}
+
+// SameSecret reports whether this node's secret is the fleet's: whether
+// its verifier is the one stored.
+func (s *Store) SameSecret() bool {
+	return s.cfg.Verifier != "" && subtle.ConstantTimeCompare([]byte(s.verifier), []byte(s.cfg.Verifier)) == 1
+}
 
 // Location returns the zone of the fleet's days.
 func (s *Store) Location() *time.Location { return s.loc }

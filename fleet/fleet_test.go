@@ -12,12 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/logtally/logtally/internal/pgtest"
 )
 
 // TestMain stops the PostgreSQL server the tests share (pgtest.Database)
 // after them.
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// testVerifier is the visitor secret's verifier of the tests' nodes.
+const testVerifier = "verifier of the test secret"
 
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -37,6 +41,7 @@ func pinClock(url string, at time.Time) string {
 func open(t testing.TB, url, node string, now time.Time) *Store {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node = pinClock(url, now), node
 	s, err := Open(testContext(t), cfg, discard())
 	if err != nil {
@@ -84,8 +89,8 @@ func TestConfigFlags(t *testing.T) {
 }
 
 // TestOpenCreatesSchemaOnce opens the same database from several nodes at
-// once and again: the schema is created once, the salt is the same for
-// everyone, and the version is recorded.
+// once and again: the schema is created once, the first node's verifier
+// is the fleet's, and the version is recorded.
 func TestOpenCreatesSchemaOnce(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
@@ -97,6 +102,7 @@ func TestOpenCreatesSchemaOnce(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			cfg := DefaultConfig()
+			cfg.Verifier = testVerifier
 			cfg.URL, cfg.Node = url, "node"
 			stores[i], errs[i] = Open(ctx, cfg, discard())
 		})
@@ -110,12 +116,9 @@ func TestOpenCreatesSchemaOnce(t *testing.T) {
 	}
 	again := open(t, url, "late", time.Now())
 	for i, s := range append(stores, again) {
-		if s.Salt() != stores[0].Salt() {
-			t.Errorf("store %d: salt %x, want %x", i, s.Salt(), stores[0].Salt())
+		if !s.SameSecret() {
+			t.Errorf("store %d: not the fleet's secret", i)
 		}
-	}
-	if stores[0].Salt() == 0 {
-		t.Error("salt is zero")
 	}
 	var versions []int32
 	rows, err := again.pool.Query(ctx, "SELECT version FROM logtally.schema_version ORDER BY version")
@@ -141,6 +144,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node = url, "b"
 	if _, err := Open(ctx, cfg, discard()); !errors.Is(err, ErrSchema) {
 		t.Errorf("Open = %v, want ErrSchema", err)
@@ -151,6 +155,7 @@ func TestOpenKeepsFleetZone(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node, cfg.TZ = pgtest.Database(t), "a", "Europe/Paris"
 	first, err := Open(ctx, cfg, discard())
 	if err != nil {
@@ -171,6 +176,7 @@ func TestOpenKeepsFleetZone(t *testing.T) {
 func TestOpenUnreachable(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node = "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2", "a"
 	_, err := Open(testContext(t), cfg, discard())
 	if err == nil {
@@ -178,5 +184,51 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("error leaks the password: %v", err)
+	}
+}
+
+// TestUpgradeDropsSalt opens a fleet database of schema version 2, as the
+// logtally before keyed hashes made it (its settings holding the fleet's
+// salt): version 3 drops the salt, the first node's verifier is stored,
+// and the counts stay.
+func TestUpgradeDropsSalt(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	ctx := testContext(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `CREATE SCHEMA logtally;
+		CREATE TABLE logtally.schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for v := range 2 {
+		if err == nil {
+			_, err = conn.Exec(ctx, migrations[v])
+		}
+		if err == nil {
+			_, err = conn.Exec(ctx, "INSERT INTO logtally.schema_version (version) VALUES ($1)", v+1)
+		}
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `INSERT INTO logtally.settings (salt, tz) VALUES (-1234567, 'UTC');
+			INSERT INTO logtally.days (site, day, node, pageviews, visitors) VALUES ('default', '2026-03-05', 'a', 7, 3)`)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, url, "a", time.Unix(t0, 0))
+	if !s.SameSecret() {
+		t.Error("the first node's verifier is not the fleet's")
+	}
+	var cols string
+	err = conn.QueryRow(ctx, `SELECT string_agg(column_name, ' ' ORDER BY column_name) FROM information_schema.columns
+		WHERE table_schema = 'logtally' AND table_name = 'settings'`).Scan(&cols)
+	if err != nil || cols != "created_at id tz verifier" {
+		t.Errorf("settings columns %q, %v; want no salt", cols, err)
+	}
+	var visitors int64
+	if err := conn.QueryRow(ctx, "SELECT visitors FROM logtally.days").Scan(&visitors); err != nil || visitors != 3 {
+		t.Errorf("a day's visitors after the upgrade: %d, %v", visitors, err)
 	}
 }

@@ -13,8 +13,7 @@ import (
 )
 
 // Outbox is where a node's committed batches wait to be shipped, numbered
-// in commit order, and where the fleet's salt is kept once known:
-// *storage.Outbox.
+// in commit order: *storage.Outbox.
 type Outbox interface {
 	// Next returns the entry with the smallest number above after.
 	Next(after uint64) (logtally.OutboxEntry, bool, error)
@@ -34,8 +33,6 @@ type Outbox interface {
 	Stats() (logtally.OutboxStats, error)
 	// Written receives a value after a commit adds an entry.
 	Written() <-chan struct{}
-	Salt() (uint64, bool, error)
-	SetSalt(uint64) error
 }
 
 // Node states, as NodeStats reports them.
@@ -48,10 +45,11 @@ const (
 )
 
 var (
-	// ErrSaltChanged means the fleet database's salt is not the one this
-	// node hashed its visitors with (the fleet database was created anew
-	// since): its batches cannot be counted there, so shipping stops.
-	ErrSaltChanged = errors.New("fleet database has another visitor salt than this node's")
+	// ErrOtherSecret means the fleet database was first used with another
+	// --visitor-secret-file than this node's: its visitors are hashed with
+	// other keys and would count twice, so shipping stops.
+	ErrOtherSecret = errors.New("fleet database was first used with another --visitor-secret-file than this node's " +
+		"(every node must be given a copy of the same secret file)")
 	// ErrNotConnected means the fleet database has not been reached since
 	// the node started.
 	ErrNotConnected = errors.New("fleet database not reached yet")
@@ -73,11 +71,12 @@ const (
 	deleteEvery = 64
 )
 
-// Node is this node's part in a fleet: it learns the fleet's visitor salt,
-// ships the outbox to the fleet database in order, keeps the fleet's View
-// fresh with a Refresher, and prunes. It connects and ships in its own
-// goroutine, retrying while the database is unreachable, so nothing waits
-// on PostgreSQL except Salt on a node's very first start.
+// Node is this node's part in a fleet: it checks that it was given the
+// fleet's visitor secret, ships the outbox to the fleet database in order,
+// keeps the fleet's View fresh with a Refresher, and prunes. It connects
+// and ships in its own goroutine, retrying while the database is
+// unreachable, so nothing waits on PostgreSQL: a node derives its visitor
+// keys from its secret, not from the database.
 type Node struct {
 	cfg    Config
 	outbox Outbox
@@ -112,30 +111,7 @@ func NewNode(cfg Config, outbox Outbox, logger *slog.Logger, now func() time.Tim
 	return n
 }
 
-// Salt returns the fleet's visitor-hash salt: the one cached in the
-// outbox's store, or on a first start the one the fleet database holds
-// (created by the first node), which it waits for, retrying, until ctx is
-// done. Every node must hash visitors with it.
-func (n *Node) Salt(ctx context.Context) (uint64, error) {
-	salt, ok, err := n.outbox.Salt()
-	if err != nil || ok {
-		return salt, err
-	}
-	n.log.Info("fleet: first start in fleet mode: waiting for the fleet database, whose visitor salt this node must hash with",
-		"node", n.cfg.Node)
-	st, err := n.connect(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if err := n.outbox.SetSalt(st.Salt()); err != nil {
-		st.Close()
-		return 0, fmt.Errorf("fleet: keep the salt: %w", err)
-	}
-	n.store.Store(st)
-	return st.Salt(), nil
-}
-
-// Start connects, if Salt has not, and ships until Close. It returns at
+// Start connects, if Check has not, and ships until Close. It returns at
 // once.
 func (n *Node) Start(ctx context.Context) {
 	ctx, n.cancel = context.WithCancel(ctx)
@@ -159,7 +135,7 @@ func (n *Node) run(ctx context.Context) {
 		}
 		n.store.Store(st)
 	}
-	if err := n.checkSalt(st); err != nil {
+	if err := n.checkSecret(st); err != nil {
 		n.stop(err)
 		return
 	}
@@ -176,17 +152,11 @@ func (n *Node) run(ctx context.Context) {
 	n.ship(ctx, st)
 }
 
-// checkSalt makes sure this node hashed its visitors with the salt of the
-// fleet database it reached.
-func (n *Node) checkSalt(st *Store) error {
-	salt, ok, err := n.outbox.Salt()
-	switch {
-	case err != nil:
-		return fmt.Errorf("fleet: read the cached salt: %w", err)
-	case !ok: // Salt was not called: nothing was hashed with another salt
-		return n.outbox.SetSalt(st.Salt())
-	case salt != st.Salt():
-		return fmt.Errorf("fleet: %w: the fleet database was made anew since this node first shipped", ErrSaltChanged)
+// checkSecret makes sure this node hashes its visitors with keys of the
+// fleet's secret.
+func (n *Node) checkSecret(st *Store) error {
+	if !st.SameSecret() {
+		return fmt.Errorf("fleet: %w", ErrOtherSecret)
 	}
 	return nil
 }

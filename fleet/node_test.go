@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
@@ -33,13 +32,11 @@ func localStore(t *testing.T) *storage.Store {
 func startNode(t *testing.T, url, name string, local *storage.Store) *Node {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node, cfg.Refresh = url, name, 50*time.Millisecond
 	now := time.Unix(t0+liveSpan, 0)
 	cfg.URL = pinClock(url, now)
 	n := NewNode(cfg, local.Outbox(), discard(), func() time.Time { return now })
-	if _, err := n.Salt(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
 	n.Start(testContext(t))
 	t.Cleanup(n.Close)
 	return n
@@ -178,54 +175,19 @@ func TestNodeResync(t *testing.T) {
 		local.Commit(w.batches[0][0])
 		stopped(t, startNode(t, url, "a", local), ErrBehind)
 	})
-	t.Run("salt changed", func(t *testing.T) {
+	t.Run("other secret", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.Database(t)
+		open(t, url, "first", time.Unix(t0, 0)) // stores testVerifier
 		local := localStore(t)
-		local.Outbox().SetSalt(1)
 		fill(t, local, work())
-		stopped(t, startNode(t, url, "a", local), ErrSaltChanged)
+		cfg := DefaultConfig()
+		cfg.URL, cfg.Node, cfg.Verifier = url, "a", "another secret's verifier"
+		n := NewNode(cfg, local.Outbox(), discard(), nil)
+		n.Start(testContext(t))
+		t.Cleanup(n.Close)
+		stopped(t, n, ErrOtherSecret)
 	})
-}
-
-// TestNodeFirstStartWaitsForSalt starts a node that has never reached the
-// fleet database while it is down: Salt waits, and returns the fleet's salt
-// once the database is back, and a later start finds it cached.
-func TestNodeFirstStartWaitsForSalt(t *testing.T) {
-	t.Parallel()
-	srv := pgtest.Start(t) // its own: the test stops it
-	want := open(t, srv.URL(), "first", time.Unix(t0, 0)).Salt()
-	srv.Stop()
-	local := localStore(t)
-	n := NewNode(Config{URL: srv.URL(), Node: "a"}, local.Outbox(), discard(), nil)
-	type result struct {
-		salt uint64
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		salt, err := n.Salt(testContext(t))
-		done <- result{salt, err}
-	}()
-	poll.Until(t, "a failed attempt", func() bool { return n.Stats().Failures > 0 })
-	select {
-	case r := <-done:
-		t.Fatalf("Salt returned %v while the database is down", r.err)
-	default:
-	}
-	srv.Restart()
-	r := <-done
-	n.Close()
-	if r.err != nil || r.salt != want {
-		t.Fatalf("Salt = %x, %v; want %x", r.salt, r.err, want)
-	}
-	srv.Stop()
-	again := NewNode(Config{URL: srv.URL(), Node: "a"}, local.Outbox(), discard(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if salt, err := again.Salt(ctx); salt != want || err != nil {
-		t.Errorf("Salt with the database down, cached = %x, %v", salt, err)
-	}
 }
 
 // TestNodeHistoryBeforeConnecting: the API's history reads say so, rather
@@ -251,14 +213,12 @@ func TestNodeHistoryBeforeConnecting(t *testing.T) {
 func TestNodePublishedBeforeConnecting(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node, cfg.Refresh = pgtest.Database(t), "a", 50*time.Millisecond
 	n := NewNode(cfg, localStore(t).Outbox(), discard(), nil)
 	next := n.Published()
 	if next == nil {
 		t.Fatal("Published = nil before the database is reached")
-	}
-	if _, err := n.Salt(testContext(t)); err != nil {
-		t.Fatal(err)
 	}
 	n.Start(testContext(t))
 	t.Cleanup(n.Close)
@@ -283,7 +243,7 @@ func TestCheckRefusesASecondDatabaseUnderOneName(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		n := NewNode(Config{URL: url, Node: "same"}, localStore(t).Outbox(), discard(), nil)
+		n := NewNode(Config{URL: url, Node: "same", Verifier: testVerifier}, localStore(t).Outbox(), discard(), nil)
 		t.Cleanup(n.Close)
 		wg.Go(func() { errs[i] = n.Check(testContext(t), true) })
 	}

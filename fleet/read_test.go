@@ -42,6 +42,7 @@ func TestRefresherPublishes(t *testing.T) {
 	srv := pgtest.Start(t) // its own: the test stops it
 	now := time.Unix(t0+600, 0)
 	cfg := DefaultConfig()
+	cfg.Verifier = testVerifier
 	cfg.URL, cfg.Node, cfg.Refresh = pinClock(srv.URL(), now), "a", 10*time.Millisecond
 	s, err := Open(testContext(t), cfg, discard())
 	if err != nil {

@@ -56,7 +56,7 @@ func (s *shipStatus) fill(st *NodeStats) {
 // published are the errors whose text Why may tell the API's clients:
 // what they say is about the fleet, with nothing of the database's
 // address, user or data.
-var published = []error{ErrSaltChanged, ErrNameTaken, ErrBehind, ErrFleetBehind, ErrGap, ErrSchema}
+var published = []error{ErrOtherSecret, ErrNameTaken, ErrBehind, ErrFleetBehind, ErrGap, ErrSchema}
 
 // Why says, in a sentence safe to publish, why the fleet's counts may be
 // missing: the database not reached yet, or shipping stopped and on what.

@@ -138,11 +138,8 @@ func newSteadyNode(b *testing.B, url string, n, rate int, start time.Time) *stea
 	}
 	b.Cleanup(func() { local.Close() })
 	cfg := DefaultConfig()
-	cfg.URL, cfg.Node = url, nodeName(n)
+	cfg.URL, cfg.Node, cfg.Verifier = url, nodeName(n), testVerifier
 	node := NewNode(cfg, local.Outbox(), discard(), nil)
-	if _, err := node.Salt(context.Background()); err != nil {
-		b.Fatal(err)
-	}
 	node.Start(context.Background())
 	src := &benchSource{rng: rand.New(rand.NewPCG(uint64(n), 5)), rate: int64(rate), t0: start.Unix()}
 	return &steadyNode{local: local, node: node, src: src}
@@ -193,7 +190,7 @@ func (s *steadyNode) caughtUp(batches int) bool {
 // requests.
 func checkSteadyWindow(b *testing.B, url string, lines int64) {
 	cfg := DefaultConfig()
-	cfg.URL, cfg.Node = url, "reader"
+	cfg.URL, cfg.Node, cfg.Verifier = url, "reader", testVerifier
 	st, err := Open(context.Background(), cfg, discard())
 	if err != nil {
 		b.Fatal(err)

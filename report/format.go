@@ -39,13 +39,14 @@ func (r *Report) writeTable(w io.Writer) error {
 		return err
 	}
 	for _, c := range r.Counters {
-		fmt.Fprintf(w, "\ncounter %s: %s lines, %s visitors; top keys (%s)\n", c.Name, num(c.Lines), num(c.Visitors),
+		fmt.Fprintf(w, "\ncounter %s: %s lines, %s visitors (sum of days); top keys (%s)\n", c.Name, num(c.Lines), num(c.Visitors),
 			exactness(c.Exact, time.Time{}))
 		if err := writeCounts(w, c.Keys); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintln(w, "\nVisitors are estimated (HyperLogLog, standard error 0.8%); one who came on several days counts once in the total.")
+	fmt.Fprintln(w, "\nVisitors are counted per day and estimated (HyperLogLog, standard error 0.8%); the total is the sum of the days':\n"+
+		"one who came on several days counts once a day.")
 	if !r.KeptFrom.IsZero() {
 		fmt.Fprintf(w, "Daily counts before %s are not kept (--keep-days): those days count in no row above, nor in the total\n"+
 			"(the top pages are kept by day as long as hours, --keep-hours).\n", day(r.KeptFrom))
@@ -178,6 +179,11 @@ type jsonKey struct {
 	Count int64  `json:"count"`
 }
 
+// VisitorsSumOfDays is how the visitors of a range of days are counted, as
+// a report's JSON says in total_visitors: a visitor is an address within
+// one day, so the range's are the sum of its days'.
+const VisitorsSumOfDays = "sum of days"
+
 // writeJSON writes the report as one JSON object.
 func (r *Report) writeJSON(w io.Writer) error {
 	body := struct {
@@ -188,13 +194,14 @@ func (r *Report) writeJSON(w io.Writer) error {
 		KeptFrom            string               `json:"kept_from,omitempty"`
 		PagesKeptFrom       string               `json:"pages_kept_from,omitempty"`
 		ApproximateVisitors bool                 `json:"approximate_visitors"`
+		TotalVisitors       string               `json:"total_visitors"` // how the total's visitors are counted
 		Total               jsonRow              `json:"total"`
 		Days                []jsonRow            `json:"days"`
 		PagesExact          bool                 `json:"pages_exact"`
 		Pages               []logtally.PageCount `json:"pages"`
 		Counters            []jsonCounter        `json:"counters,omitempty"`
 	}{From: day(r.From), To: day(r.To), TZ: r.Zone, Site: r.Site, ApproximateVisitors: true,
-		Total: toJSON("", r.Total), Days: []jsonRow{}, PagesExact: r.PagesExact, Pages: r.Pages}
+		TotalVisitors: VisitorsSumOfDays, Total: toJSON("", r.Total), Days: []jsonRow{}, PagesExact: r.PagesExact, Pages: r.Pages}
 	if !r.KeptFrom.IsZero() {
 		body.KeptFrom = day(r.KeptFrom)
 	}

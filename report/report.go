@@ -84,7 +84,7 @@ type Source interface {
 	// to the day of to, and from which day they are kept.
 	Series(from, to time.Time, step time.Duration) (logtally.Series, error)
 	// Totals returns the counts of the days from the day of from to the
-	// day of to, their visitors counted once over all of them.
+	// day of to, their visitors the sum of the days'.
 	Totals(from, to time.Time) (logtally.Counts, error)
 	// Pages returns the top pages of [from, to].
 	Pages(from, to time.Time, limit int) (logtally.PageRange, error)
@@ -119,7 +119,7 @@ type Report struct {
 type Counter struct {
 	Name     string
 	Lines    int64
-	Visitors int64 // estimated, as a day's are
+	Visitors int64 // the sum of the days' visitors, estimated as a day's are
 	Keys     []logtally.PageCount
 	Exact    bool // the keys' counts are exact: see Report.PagesExact
 }
@@ -136,9 +136,11 @@ type Row struct {
 	Held      bool // false for a day the retention no longer holds (or never held)
 	Requests  int64
 	PageViews int64
-	Visitors  int64 // estimated from HyperLogLog sketches, as every day's are
-	Status    [5]int64
-	Bytes     int64
+	// Visitors are a day's distinct visitors, estimated from HyperLogLog
+	// sketches; in the total, the sum of the days'.
+	Visitors int64
+	Status   [5]int64
+	Bytes    int64
 }
 
 // Day is one day of a report.

@@ -49,7 +49,7 @@ func pipeline(t *testing.T) (*live.Loop, *failing) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	classifier, err := classify.New(classify.DefaultConfig(), 0)
+	classifier, err := classify.New(classify.DefaultConfig(), classify.Fixed{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,7 +237,7 @@ func guard(f func() error) (err error) {
 // are named as sites/<site>/....
 var bucketUse = map[string]string{
 	"":                      "the list of buckets",
-	"meta":                  "the file's schema and salt",
+	"meta":                  "the file's schema and settings",
 	"positions":             "the read positions of the log files",
 	"sites":                 "the list of sites",
 	"sites/<site>":          "the buckets of the site",

@@ -16,11 +16,8 @@ import (
 // time order and a range is a cursor's Seek then Next.
 //
 //	meta/schema                     uint64 SchemaVersion
-//	meta/salt                       uint64 visitor-hash salt, chosen at creation
 //	meta/retention                  the retention in force: minutes, hours,
 //	                                days, 3 x uint64 seconds (0: forever)
-//	meta/fleet-salt                 uint64 the fleet's visitor-hash salt, once
-//	                                known (see outbox.go)
 //	meta/fleet-node                 16 bytes: this database's identity in the
 //	                                fleet, made at its first start in fleet mode
 //	meta/fleet-acked                uint64 seq, 16-byte sum: the last outbox
@@ -70,9 +67,9 @@ var (
 // The keys of meta and of a site's counters.
 var (
 	keySchema     = []byte("schema")
-	keySalt       = []byte("salt")
+	keySalt       = []byte("salt")        // meta, schema 3 and before: the visitor-hash salt (see salt.go)
 	keyRetention  = []byte("retention")   // meta: the retention in force, 3 x uint64 seconds (0: forever)
-	keyFleetSalt  = []byte("fleet-salt")  // meta: the fleet's visitor-hash salt
+	keyFleetSalt  = []byte("fleet-salt")  // meta, schema 3 and before: the fleet's salt (see salt.go)
 	keyFleetNode  = []byte("fleet-node")  // meta: this database's identity in the fleet
 	keyFleetAcked = []byte("fleet-acked") // meta: the last entry acknowledged, and its sum
 

@@ -26,9 +26,8 @@ import (
 //	                           the batch's encoding; seq is uint64 and the
 //	                           bucket's sequence (bbolt NextSequence) is the
 //	                           last number given, so numbers are never reused
-//	meta/fleet-salt            uint64 the fleet's visitor-hash salt, once known
 //
-// (bucketOutbox and keyFleetSalt, in keys.go.)
+// (bucketOutbox, in keys.go.)
 
 // ErrOutboxFull means the outbox holds Config.MaxOutbox batches: a commit
 // that would add one more fails, so ingest pauses reading (the log keeps
@@ -201,27 +200,4 @@ func (o *Outbox) Stats() (logtally.OutboxStats, error) {
 		return nil
 	})
 	return st, err
-}
-
-// Salt returns the fleet's visitor-hash salt as stored by SetSalt, and
-// false before it is known.
-func (o *Outbox) Salt() (salt uint64, ok bool, err error) {
-	err = o.s.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketMeta).Get(keyFleetSalt)
-		switch {
-		case v == nil:
-			return nil
-		case len(v) != 8:
-			return fmt.Errorf("fleet salt: %w", ErrCorrupt)
-		}
-		salt, ok = binary.BigEndian.Uint64(v), true
-		return nil
-	})
-	return salt, ok, err
-}
-
-// SetSalt stores the fleet's visitor-hash salt, so that the next start
-// hashes visitors as the fleet does before it reaches the fleet database.
-func (o *Outbox) SetSalt(salt uint64) error {
-	return o.s.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFleetSalt, u64(salt)) })
 }

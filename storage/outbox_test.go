@@ -230,19 +230,3 @@ func TestOutboxOff(t *testing.T) {
 		t.Errorf("Next = %v, %v; want nothing", ok, err)
 	}
 }
-
-func TestOutboxSalt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "db")
-	s := mustOpen(t, Config{Path: path, Outbox: true})
-	if _, ok, err := s.Outbox().Salt(); ok || err != nil {
-		t.Fatalf("Salt of a new store = %v, %v", ok, err)
-	}
-	if err := s.Outbox().SetSalt(0xfeed); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	s = mustOpen(t, Config{Path: path})
-	if salt, ok, err := s.Outbox().Salt(); salt != 0xfeed || !ok || err != nil {
-		t.Errorf("Salt after reopen = %x, %v, %v", salt, ok, err)
-	}
-}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
@@ -191,13 +190,14 @@ func (s *Site) pathsTry(inStep func(tx *bolt.Tx) bool, fn func(tx *bolt.Tx) erro
 }
 
 // Totals returns the counts of the whole days from the day of from to the
-// day of to (in the store's zone), their visitors estimated from the days'
-// merged sketches: a visitor of several days counts once.
+// day of to (in the store's zone). Its visitors are the sum of the days'
+// visitors: a visitor is an address within one day, hashed with that
+// day's key (see package keyring), so one who came on several days counts
+// once a day, and nothing can tell that it was one person.
 func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 	var total logtally.Counts
-	var hll *hyperloglog.Sketch
 	err := s.st.view(func(tx *bolt.Tx) error {
-		return scan(s.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), true, func(_ []byte, r *record) {
+		return scan(s.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(_ []byte, r *record) {
 			total.Requests += r.Requests
 			total.PageViews += r.PageViews
 			total.Bytes += r.Bytes
@@ -205,17 +205,10 @@ func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 			for c, n := range r.Status {
 				total.Status[c] += n
 			}
-			if r.hll != nil {
-				if hll == nil {
-					hll = hyperloglog.New14()
-				}
-				hll.Merge(r.hll)
-			}
+			total.Visitors += r.Visitors
+			total.Approximate = total.Approximate || r.Visitors > 0
 		})
 	})
-	if hll != nil {
-		total.Visitors, total.Approximate = int64(hll.Estimate()), true
-	}
 	return total, err
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/tally"
 )
 
 // randomViews is n page views over days days from t0's midnight, of paths
@@ -158,5 +160,24 @@ func TestPagesBeforeKeptHistory(t *testing.T) {
 	}
 	if want := []logtally.PageCount{{Path: "/b", PageViews: 1}}; got.Exact || !got.KeptFrom.Equal(t0.Add(2*time.Hour)) || !slices.Equal(got.Pages, want) {
 		t.Errorf("Pages = %+v; want /b alone, not exact, kept from %s", got, t0.Add(2*time.Hour))
+	}
+}
+
+// TestTotalsSumDays: the visitors of several days are the sum of the days'
+// visitors, since a visitor is an address within one day (one address is
+// another hash the next day); here one hash on two days counts twice.
+func TestTotalsSumDays(t *testing.T) {
+	s := mustOpen(t, Config{Path: filepath.Join(t.TempDir(), "db"), TZ: "UTC"})
+	commit(t, s, func(b *tally.Batch) {
+		addHit(b, page(0, 0x9e3779b97f4a7c15, "/"), 200, 0, false)
+		addHit(b, page(1, 0x3c6ef372fe94f82a, "/"), 200, 0, false)
+		addHit(b, page(86400, 0x9e3779b97f4a7c15, "/"), 200, 0, false)
+	})
+	got, err := s.Totals(t0, t0.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Visitors != 3 || !got.Approximate || got.PageViews != 3 {
+		t.Errorf("Totals = %d visitors (approximate %v), %d page views; want 3, true, 3", got.Visitors, got.Approximate, got.PageViews)
 	}
 }

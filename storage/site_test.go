@@ -489,7 +489,7 @@ func TestSingleSiteFileOpensUnchanged(t *testing.T) {
 		buckets = append(buckets, "default/"+string(b))
 	}
 	slices.Sort(buckets)
-	if got, want := layout(), fmt.Sprint(append([]string{"schema 3"}, buckets...)); got != want {
+	if got, want := layout(), fmt.Sprint(append([]string{fmt.Sprint("schema ", SchemaVersion)}, buckets...)); got != want {
 		t.Fatalf("layout of a single-site file:\n%s\nwant\n%s", got, want)
 	}
 	before := layout()
@@ -560,7 +560,7 @@ func TestDescribeSiteBuckets(t *testing.T) {
 		{[]string{"sites", "a.example", "pathlog"}, "page views per path not yet compacted (bucket sites/a.example/pathlog)"},
 		{[]string{"sites", "(all)"}, "the buckets of the site (bucket sites/(all))"},
 		{[]string{"sites", "a.example", "unknown"}, "bucket sites/a.example/unknown"},
-		{[]string{"meta"}, "the file's schema and salt (bucket meta)"},
+		{[]string{"meta"}, "the file's schema and settings (bucket meta)"},
 	} {
 		var path [][]byte
 		for _, p := range tt.path {

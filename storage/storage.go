@@ -19,7 +19,6 @@
 package storage
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -39,8 +38,10 @@ import (
 // page views the log holds. Version 3 stores the retention in force and the
 // newest line's time, which retention follows (see retention.go); a version
 // 2 program, which prunes by the clock, refuses it rather than delete what
-// the stored retention keeps.
-const SchemaVersion = 3
+// the stored retention keeps. Version 4 holds no visitor-hash salt:
+// visitors are hashed with keys of their day kept outside the file (see
+// package keyring), and Open destroys an older file's salt (see salt.go).
+const SchemaVersion = 4
 
 var (
 	// ErrSchema means the file was written by an incompatible version of
@@ -73,11 +74,6 @@ type Config struct {
 	// ApplyRetention takes retention spans shorter than the stored ones,
 	// deleting what they expire, rather than keeping the stored ones.
 	ApplyRetention bool
-	// Salt, if not zero, is the visitor-hash salt of a file created now;
-	// zero draws one at random, as a real file wants: whoever knows the
-	// salt can test guesses of addresses against the stored hashes. Tests
-	// fix it, so that sketch estimates come out the same every run.
-	Salt uint64
 	// ExactVisitorsSpan is how far behind the newest stored minute a minute
 	// keeps its exact visitor set. A line later than that can only add to
 	// the minute's sketch, and the minute's visitors become approximate.
@@ -195,7 +191,9 @@ type Store struct {
 	now  func() time.Time // clock for retention
 	db   *bolt.DB
 	file fileState
-	salt uint64
+	// saltDropped is set when Open deleted an older file's salt, whose
+	// pages it then scrubs (see salt.go).
+	saltDropped bool
 	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
 	// holds commits at a chosen point.
 	commit func(*bolt.Tx) error
@@ -260,6 +258,9 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 		}
 		return s.openOutbox(tx)
 	})
+	if err == nil {
+		err = s.scrubSalts()
+	}
 	if err == nil {
 		err = s.view(s.loadLogs)
 	}
@@ -327,6 +328,11 @@ func (s *Store) init(tx *bolt.Tx) error {
 				return err
 			}
 		}
+		if version <= 3 {
+			if err := s.dropSalts(tx); err != nil {
+				return err
+			}
+		}
 		if version != SchemaVersion {
 			return meta.Put(keySchema, u64(SchemaVersion))
 		}
@@ -339,16 +345,7 @@ func (s *Store) init(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	var salt [8]byte
-	rand.Read(salt[:])
-	if s.cfg.Salt != 0 {
-		binary.BigEndian.PutUint64(salt[:], s.cfg.Salt)
-	}
-	s.salt = binary.BigEndian.Uint64(salt[:])
 	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
-		return err
-	}
-	if err := meta.Put(keySalt, salt[:]); err != nil {
 		return err
 	}
 	if _, err := tx.CreateBucket(bucketPositions); err != nil {
@@ -378,7 +375,7 @@ func createSite(tx *bolt.Tx, name string) error {
 	return nil
 }
 
-// readSchema reads the schema version and the salt of an existing file.
+// readSchema reads the schema version of an existing file.
 func (s *Store) readSchema(tx *bolt.Tx) (version uint64, err error) {
 	meta := tx.Bucket(bucketMeta)
 	v := meta.Get(keySchema)
@@ -388,11 +385,6 @@ func (s *Store) readSchema(tx *bolt.Tx) (version uint64, err error) {
 	if version < 1 || version > SchemaVersion {
 		return 0, fmt.Errorf("%w: found %x, want %d", ErrSchema, v, SchemaVersion)
 	}
-	salt := meta.Get(keySalt)
-	if len(salt) != 8 {
-		return 0, fmt.Errorf("salt: %w", ErrCorrupt)
-	}
-	s.salt = binary.BigEndian.Uint64(salt)
 	if tx.Bucket(bucketSites) == nil || tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)) == nil {
 		return 0, fmt.Errorf("site %s missing: %w", logtally.DefaultSite, ErrCorrupt)
 	}
@@ -458,9 +450,6 @@ func OpenReadOnly(cfg Config, timeout time.Duration) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
-
-// Salt returns the visitor-hash salt chosen when the database was created.
-func (s *Store) Salt() uint64 { return s.salt }
 
 // Position returns the committed read offset of a file, and whether there is
 // one.

@@ -118,7 +118,7 @@ func (d *day) commit(s *storage.Store) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	classifier, err := classify.New(classify.DefaultConfig(), s.Salt())
+	classifier, err := classify.New(classify.DefaultConfig(), classify.Fixed{})
 	if err != nil {
 		return 0, err
 	}

@@ -58,8 +58,8 @@ func (s *soak) nameTaken(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"run", "--db", filepath.Join(dir, "logtally.db"), "--tz", "UTC", "--listen", "127.0.0.1:" + strconv.Itoa(port),
-		"--log-level", "warn", "--fleet", s.fleet.server.URL(), "--node", nodeName, "--fleet-refresh", "250ms", s.logPath()}
+	args := []string{"run", "--db", filepath.Join(dir, "logtally.db"), "--tz", "UTC", "--admin-listen", "127.0.0.1:" + strconv.Itoa(port),
+		"--log-level", "warn", "--fleet", s.fleet.server.URL(), "--visitor-secret-file", s.secretPath(), "--node", nodeName, "--fleet-refresh", "250ms", s.logPath()}
 	var out bytes.Buffer
 	t := time.Now()
 	cmd := exec.CommandContext(ctx, s.bin, args...)

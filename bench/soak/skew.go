@@ -49,6 +49,7 @@ type skewNode struct {
 	log       *os.File
 	d         *daemon // the one running
 	restarts  int
+	secret    string // the fleet's --visitor-secret-file
 }
 
 // skewRate is the skewed node's lines a second: a quarter of the first's.
@@ -57,7 +58,7 @@ func skewRate(rate int) int { return max(rate/4, 1) }
 // newSkewNode makes the skewed node's files and writer; its lines start
 // at start plus skewLead.
 func (s *soak) newSkewNode(start time.Time) (*skewNode, error) {
-	n := &skewNode{dir: filepath.Join(s.dir, "skew")}
+	n := &skewNode{dir: filepath.Join(s.dir, "skew"), secret: s.secretPath()}
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -96,9 +97,9 @@ func farAhead(n int64, line []byte) ([]byte, bool) {
 }
 
 func (n *skewNode) args(url string) []string {
-	return []string{"run", "--db", filepath.Join(n.dir, "logtally.db"), "--tz", "UTC", "--listen", n.addr,
+	return []string{"run", "--db", filepath.Join(n.dir, "logtally.db"), "--tz", "UTC", "--admin-listen", n.addr,
 		"--window", skewWindow.String(), "--max-skew", skewMaxSkew.String(), "--log-level", "warn",
-		"--fleet", url, "--node", skewNodeName, "--fleet-refresh", "250ms", n.w.path}
+		"--fleet", url, "--visitor-secret-file", n.secret, "--node", skewNodeName, "--fleet-refresh", "250ms", n.w.path}
 }
 
 func (n *skewNode) start(bin, url string) (err error) {

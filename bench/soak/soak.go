@@ -227,9 +227,19 @@ func (s *soak) runArgs(windowEnd string) []string {
 	args := []string{"run", "--db", s.dbPath, "--tz", "UTC", "--admin-listen", s.addr, "--window-end", windowEnd,
 		"--window", s.cfg.window.String(), "--log-level", "warn"}
 	if s.cfg.fleet {
-		args = append(args, "--fleet", s.fleet.server.URL(), "--node", nodeName, "--fleet-refresh", "250ms")
+		args = append(args, "--fleet", s.fleet.server.URL(), "--visitor-secret-file", s.secretPath(), "--node", nodeName,
+			"--fleet-refresh", "250ms")
 	}
 	return append(args, s.logPath())
+}
+
+// secretPath is the fleet's visitor secret, written on first use.
+func (s *soak) secretPath() string {
+	path := filepath.Join(s.dir, "visitor.secret")
+	if _, err := os.Stat(path); err != nil {
+		os.WriteFile(path, []byte("the soak test's fleet visitor secret"), 0o600)
+	}
+	return path
 }
 
 // start starts a daemon with the run's --window-end.

@@ -69,8 +69,8 @@ func newJudge() (judge, error) {
 	if err != nil {
 		return judge{}, err
 	}
-	// The salt only changes the visitors' hashes, not which are distinct.
-	rules, err := classify.New(classify.DefaultConfig(), 0)
+	// The key only changes the visitors' hashes, not which are distinct.
+	rules, err := classify.New(classify.DefaultConfig(), classify.Fixed{})
 	if err != nil {
 		return judge{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
+	"github.com/logtally/logtally/keyring"
 	"github.com/logtally/logtally/parser"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
@@ -24,6 +25,7 @@ type countConfig struct {
 	Tailer   tailer.Config
 	Pipeline pipelineConfig
 	Counters counter.Config
+	Keys     keyring.Config
 	Log      LogConfig
 	// Window is run's live window; replay, which keeps none, takes only
 	// its MaxSkew.
@@ -49,6 +51,7 @@ func (c *countConfig) registerFlags(fs *flag.FlagSet, live bool) {
 	c.Rules.RegisterFlags(fs)
 	c.Pipeline.registerFlags(fs, live)
 	c.Counters.RegisterFlags(fs)
+	c.Keys.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
 	c.Tailer.RegisterFlags(fs, live)
 }
@@ -70,34 +73,43 @@ func (c *countConfig) validate() error {
 // that counts lines into it.
 type counting struct {
 	store    *storage.Store
+	keys     *keyring.Ring // nil when a test fixes the key
 	pipeline *pipeline
 	matcher  *counter.Matcher // nil without counters
 }
 
-// saltFunc returns the salt visitors are hashed with, given the store.
-type saltFunc func(ctx context.Context, store *storage.Store) (uint64, error)
+// beforeCount is what a command does once the store is open, before a
+// line is counted (fleet mode's checks); nil: nothing.
+type beforeCount func(ctx context.Context, store *storage.Store) error
 
-// open opens the store, and on it the pipeline (its live windows restored)
-// that counts into it, hashing visitors with the salt that salt returns.
+// open opens the store and the visitor keys, and on them the pipeline (its
+// live windows restored) that counts into the store, once before has run.
 // On an error, it closes what it opened.
-func (c *countConfig) open(ctx context.Context, proc *process, salt saltFunc) (*counting, error) {
+func (c *countConfig) open(ctx context.Context, proc *process, before beforeCount) (*counting, error) {
 	c.Parser.Logger = proc.Logger // told once if the format falls back to gonx
 	format, err := c.Parser.Compile()
 	if err != nil {
 		return nil, err
 	}
-	cfg := c.Store
-	if proc.Salt != 0 {
-		cfg.Salt = proc.Salt
-	}
-	store, err := storage.Open(cfg, proc.Now)
+	store, err := storage.Open(c.Store, proc.Now)
 	if err != nil {
 		return nil, storeFix(err, c.Store.Path)
 	}
 	store.LogRetention(proc.Logger)
+	if store.SaltDropped() {
+		proc.Logger.Info("visitor-hash salt of an older logtally destroyed: visitors are now hashed with a key a day, "+
+			"and one seen both before and after this start within the live window counts twice", "db", c.Store.Path)
+	}
 	cn := &counting{store: store}
-	if cn.pipeline, err = c.newPipeline(ctx, proc, cn, format, salt); err != nil {
-		store.Close()
+	keys, err := c.openKeys(proc, cn)
+	if err == nil && before != nil {
+		err = before(ctx, store)
+	}
+	if err == nil {
+		cn.pipeline, err = c.newPipeline(proc, cn, format, keys)
+	}
+	if err != nil {
+		cn.close()
 		// Damage may show only when the windows are restored.
 		return nil, storeFix(err, c.Store.Path)
 	}
@@ -106,8 +118,8 @@ func (c *countConfig) open(ctx context.Context, proc *process, salt saltFunc) (*
 
 // newPipeline builds the pipeline that counts lines of format into cn's
 // store.
-func (c *countConfig) newPipeline(ctx context.Context, proc *process, cn *counting, format *parser.Format, salt saltFunc) (*pipeline, error) {
-	classifier, err := c.classifier(ctx, proc, cn.store, format, salt)
+func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Format, keys classify.Keys) (*pipeline, error) {
+	classifier, err := c.classifier(proc, format, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +127,9 @@ func (c *countConfig) newPipeline(ctx context.Context, proc *process, cn *counti
 		window: c.Window, counterMax: c.Counters.MaxKeys, now: proc.Now, logger: proc.Logger}
 	if c.wrapStore != nil {
 		deps.commit = c.wrapStore(cn.store)
+	}
+	if cn.keys != nil {
+		deps.commit = keyedCommitter{keys: cn.keys, next: deps.commit, log: proc.Logger}
 	}
 	if len(c.Counters.Counters) > 0 {
 		if cn.matcher, err = counter.New(c.Counters); err != nil {
@@ -135,23 +150,15 @@ func (c *countConfig) newPipeline(ctx context.Context, proc *process, cn *counti
 
 // classifier returns what tells page views and visitors in lines of
 // format: a format without the user agent cannot tell crawlers.
-func (c *countConfig) classifier(ctx context.Context, proc *process, store *storage.Store, format *parser.Format,
-	salt saltFunc) (*classify.Classifier, error) {
+func (c *countConfig) classifier(proc *process, format *parser.Format, keys classify.Keys) (*classify.Classifier, error) {
 	rules := c.Rules
 	if !format.HasUserAgent() {
 		rules.NoUserAgent = true
 		proc.Logger.Info("the log format has no user agent: crawlers cannot be told from people and count as visitors",
 			"format", format.String())
 	}
-	s, err := salt(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	return classify.New(rules, s)
+	return classify.New(rules, keys)
 }
-
-// storeSalt is the salt of a node that counts alone: its store's own.
-func storeSalt(_ context.Context, store *storage.Store) (uint64, error) { return store.Salt(), nil }
 
 // ensureLogger gives proc the logger --log-format and --log-level ask for,
 // writing to its Stderr, unless a test gave it one.
@@ -171,5 +178,9 @@ func (cn *counting) close() error {
 	}
 	err := cn.store.Close()
 	cn.store = nil
+	if cn.keys != nil {
+		err = errors.Join(err, cn.keys.Close())
+		cn.keys = nil
+	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
+	"github.com/logtally/logtally/keyring"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 	"github.com/logtally/logtally/tally"
@@ -39,33 +40,38 @@ func (r *runCmd) fleetSettings() error {
 	if err := f.Validate(); err != nil {
 		return fmt.Errorf("--fleet: %w", err)
 	}
+	switch {
+	case r.Keys.SecretFile == "" && r.proc.Keys != nil: // a test's fixed key
+		f.Verifier = fmt.Sprintf("fixed key %x", r.proc.Keys)
+	case r.Keys.SecretFile == "":
+		return keyring.ErrNoSecret
+	default:
+		secret, err := keyring.ReadSecret(r.Keys.SecretFile)
+		if err != nil {
+			return err
+		}
+		f.Verifier = string(secret.Verifier())
+	}
 	return nil
 }
 
-// salt returns the salt visitors are hashed with: the store's own, or in
-// fleet mode the fleet's, so that one visitor is one hash on every node. A
-// node that has never reached the fleet database waits for it here, having
-// claimed its logs first: a file rotated away while it waits is then read
-// as the log's, not left as an archive from before it.
-func (r *runCmd) salt(ctx context.Context, store *storage.Store) (uint64, error) {
+// joinFleet makes this node's part in the fleet, in fleet mode, once its
+// logs are claimed: before any line is read, a name held by another
+// database is refused, a secret other than the fleet's too, and a database
+// behind the fleet takes the fleet's read positions.
+func (r *runCmd) joinFleet(ctx context.Context, store *storage.Store) error {
 	if !r.Fleet.Enabled() {
-		return storeSalt(ctx, store)
+		return nil
 	}
 	if err := tailer.Claim(r.patterns, store); err != nil {
-		return 0, err
+		return err
 	}
 	cfg := r.Fleet
 	if r.Pipeline.multiSite() {
 		cfg.Site = logtally.AllSites
 	}
 	r.node = fleet.NewNode(cfg, store.Outbox(), r.proc.Logger, r.proc.Now)
-	salt, err := r.node.Salt(ctx)
-	if err != nil {
-		return 0, err
-	}
-	// Before any line is read: a name held by another database is refused,
-	// and a database behind the fleet takes the fleet's read positions.
-	return salt, r.node.Check(ctx, false)
+	return r.node.Check(ctx, false)
 }
 
 // apiFleet is what the API answers for the fleet from; nil without --fleet.

@@ -31,7 +31,7 @@ func BenchmarkStatsRead(b *testing.B) {
 			}
 			args := []string{"run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--dashboard=false"}
 			if mode == "fleet" {
-				args = append(args, "--fleet", pgtest.Database(b), "--node", "bench")
+				args = append(args, "--fleet", pgtest.Database(b), "--visitor-secret-file", secretFile(b), "--node", "bench")
 			}
 			m := startBench(b, append(args, log)...)
 			ctx, stop := context.WithCancel(context.Background())

@@ -42,7 +42,7 @@ type fleetNode struct {
 // start starts the node's process and waits until it serves its API.
 func (n *fleetNode) start() {
 	n.t.Helper()
-	d := startDaemon(n.t, fmt.Sprintf("--fleet %s --node %s --db %s --tz UTC --flush-interval 100ms "+
+	d := startDaemon(n.t, fmt.Sprintf("--fleet %s --visitor-secret-file "+secretFile(n.t)+" --node %s --db %s --tz UTC --flush-interval 100ms "+
 		"--fleet-refresh 200ms --poll-interval 20ms --cache-max-age 0 --dashboard=false %s %s", n.url, n.name, n.db, n.extra, n.log))
 	n.mu.Lock()
 	n.d = d
@@ -150,7 +150,7 @@ func newTruth(t *testing.T, logs ...[]byte) truth {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := classify.New(classify.DefaultConfig(), 0)
+	rules, err := classify.New(classify.DefaultConfig(), classify.Fixed{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +481,7 @@ func TestFleetOutboxFullPausesReading(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
 	appendLines(t, log)
-	m := start(t, time.Now, "run", "--fleet", srv.URL(), "--node", "solo", "--db", filepath.Join(dir, "db"),
+	m := start(t, time.Now, "run", "--fleet", srv.URL(), "--visitor-secret-file", secretFile(t), "--node", "solo", "--db", filepath.Join(dir, "db"),
 		"--admin-listen", "127.0.0.1:0", "--flush-interval", "20ms", "--fleet-refresh", "50ms", "--fleet-max-outbox", "2", log)
 	srv.Stop()
 	now := func() string { return time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700") }
@@ -512,4 +512,18 @@ func TestFleetOutboxFullPausesReading(t *testing.T) {
 	if _, body := get(t, m, "/api/v1/stats?scope=node"); !strings.Contains(body, `"requests":4,`) {
 		t.Errorf("node stats = %s, want 4 requests", body)
 	}
+}
+
+// testSecret is the visitor secret of the tests' fleet nodes.
+var testSecret = []byte("the fleet tests' visitor secret: 32+ bytes")
+
+// secretFile writes testSecret to a file of its own and returns its path:
+// every node given one has the same secret.
+func secretFile(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "visitor.secret")
+	if err := os.WriteFile(path, testSecret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -41,7 +41,7 @@ func (n *identNode) write(from, to int) {
 }
 
 func (n *identNode) args(url string, extra ...string) []string {
-	return append([]string{"run", "--fleet", url, "--node", n.name, "--db", n.db, "--admin-listen", "127.0.0.1:0",
+	return append([]string{"run", "--fleet", url, "--visitor-secret-file", secretFile(n.t), "--node", n.name, "--db", n.db, "--admin-listen", "127.0.0.1:0",
 		"--flush-interval", "10ms", "--fleet-refresh", "50ms", "--tz", "UTC", "--cache-max-age", "0", n.log}, extra...)
 }
 

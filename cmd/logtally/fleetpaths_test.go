@@ -30,7 +30,7 @@ func TestFleetRawBytesInPaths(t *testing.T) {
 		line("192.0.2.2", now(), `GET /a\x00b HTTP/1.1`, 200, browser),
 		line("192.0.2.3", now(), `GET /caf\xC3\xA9 HTTP/1.1`, 200, browser),
 		line("192.0.2.4", now(), `GET /x\x5CxE9 HTTP/1.1`, 200, browser))
-	m := start(t, time.Now, "run", "--fleet", url, "--node", "solo", "--db", filepath.Join(dir, "db"),
+	m := start(t, time.Now, "run", "--fleet", url, "--visitor-secret-file", secretFile(t), "--node", "solo", "--db", filepath.Join(dir, "db"),
 		"--admin-listen", "127.0.0.1:0", "--flush-interval", "20ms", "--fleet-refresh", "50ms", log)
 	want := []string{`/a\x00b`, `/caf\xE9`, "/café", `/x\x5CxE9`}
 	poll.Until(t, "the fleet to count the raw paths", func() bool { return slices.Equal(pagePaths(t, m, ""), want) })

@@ -40,7 +40,7 @@ func recountSteps(t *testing.T, path string, step time.Duration) map[int64]*coun
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := classify.New(classify.DefaultConfig(), 0)
+	rules, err := classify.New(classify.DefaultConfig(), classify.Fixed{})
 	if err != nil {
 		t.Fatal(err)
 	}

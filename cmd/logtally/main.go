@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/storage"
 )
 
@@ -91,9 +92,10 @@ type process struct {
 	// Logger is what run and replay log to: built from --log-format and
 	// --log-level on Stderr, unless a test gives one.
 	Logger *slog.Logger
-	// Salt, if not zero, is the visitor-hash salt of a database created
-	// now, instead of a random one: for tests whose output shows estimates.
-	Salt uint64
+	// Keys, if set, hashes every visitor in place of the day keys of
+	// --visitor-secret-file or of the keys file: for tests whose output
+	// shows estimates, which must come out the same every run.
+	Keys classify.Keys
 }
 
 // Main is the program: the command the arguments name, and what it shares

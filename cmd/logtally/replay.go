@@ -53,7 +53,7 @@ func (r *replayCmd) Run(ctx context.Context) (err error) {
 	if err := tailer.CheckReplayed(r.patterns); err != nil {
 		return err
 	}
-	if r.counting, err = r.open(ctx, r.proc, storeSalt); err != nil {
+	if r.counting, err = r.open(ctx, r.proc, nil); err != nil {
 		return err
 	}
 	start := time.Now()

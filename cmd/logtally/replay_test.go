@@ -19,7 +19,7 @@ import (
 func replayLogs(t *testing.T, args ...string) string {
 	t.Helper()
 	m := NewMain()
-	m.Salt = testSalt // reproducible estimates of visitors
+	m.Keys = testKey // reproducible estimates of visitors
 	var out bytes.Buffer
 	m.Stdout, m.Stderr = &out, io.Discard
 	if err := m.ParseFlags(append([]string{"replay"}, args...)); err != nil {

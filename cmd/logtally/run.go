@@ -71,7 +71,7 @@ func (r *runCmd) Run(ctx context.Context) (err error) {
 			"admin_listen", r.serve.AdminListen)
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
-	if r.counting, err = r.open(ctx, r.proc, r.salt); err != nil {
+	if r.counting, err = r.open(ctx, r.proc, r.joinFleet); err != nil {
 		return err
 	}
 	deps := r.start(ctx)

@@ -20,6 +20,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/internal/pgtest"
 )
 
@@ -29,18 +30,17 @@ import (
 // the program has no such setting.
 const testNowEnv = "LOGTALLY_TEST_NOW"
 
-// testSalt is the visitor-hash salt of the databases the scripts and the
-// golden tests create: with a random one, as the real program draws, the
-// sketches' estimates of visitors (hours, days, reports) may differ by one
-// from run to run.
-const testSalt = 0x5eed
+// testKey is the visitor-hash key of the scripts and the golden tests: with
+// random day keys, as the real program draws, the sketches' estimates of
+// visitors (hours, days, reports) may differ by one from run to run.
+var testKey = classify.Fixed{K0: 0x5eed, K1: 0x5eed}
 
 // scriptSetup is how the scripts' logtally differs from the real one: its
-// visitor-hash salt, and its clock when testNowEnv is set, and the fleet
+// visitor-hash key, and its clock when testNowEnv is set, and the fleet
 // database's with it (the session setting logtally.now, through PGOPTIONS:
 // see fleet's dbNow).
 func scriptSetup(m *Main) {
-	m.Salt = testSalt
+	m.Keys = testKey
 	if v := os.Getenv(testNowEnv); v != "" {
 		now, err := time.Parse(time.RFC3339, v)
 		if err != nil {

@@ -42,7 +42,7 @@ func Combined(tb testing.TB) (*parser.Format, *classify.Classifier) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	classifier, err := classify.New(classify.DefaultConfig(), 0)
+	classifier, err := classify.New(classify.DefaultConfig(), classify.Fixed{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func SiteFormat(tb testing.TB) (*parser.Format, *classify.Classifier) {
 	}
 	rules := classify.DefaultConfig()
 	rules.NoUserAgent = true
-	classifier, err := classify.New(rules, 0)
+	classifier, err := classify.New(rules, classify.Fixed{})
 	if err != nil {
 		tb.Fatal(err)
 	}
