@@ -269,7 +269,11 @@ var (
 	addDayVisitors      = fmt.Sprintf(addVisitors, "day", "day", "date")
 	upsertSecondPaths   = fmt.Sprintf(upsertPaths, "second_paths", "second", "timestamptz")
 	upsertWindowMinutes = fmt.Sprintf(upsertPaths, "window_minute_paths", "minute", "timestamptz")
-	upsertDayPaths      = fmt.Sprintf(upsertPaths, "day_paths", "day", "date")
+	// A day's page views are kept per node (schema 4): no two nodes add
+	// to one row.
+	upsertDayPaths = `INSERT INTO logtally.day_paths AS t (site, node, day, path, pageviews)
+	SELECT $1, $2, u.* FROM unnest($3::date[], $4::text[], $5::int8[]) AS u
+	ON CONFLICT (site, day, node, path) DO UPDATE SET pageviews = t.pageviews + EXCLUDED.pageviews`
 )
 
 // queue queues the statements that add p to site's counts, node's rows
@@ -288,6 +292,9 @@ func (p *payload) queue(q *pgx.Batch, site, node string) {
 	if len(p.seconds.keys) > 0 {
 		q.Queue(upsertSeconds, site, node, p.seconds.keys, p.seconds.cols[0], p.seconds.cols[1], p.seconds.cols[3])
 	}
+	if r := &p.dayPaths; len(r.keys) > 0 {
+		q.Queue(upsertDayPaths, site, node, r.keys, r.paths, r.views)
+	}
 	q.Queue(lockShared, site)
 	for _, v := range []struct {
 		sql string
@@ -300,7 +307,7 @@ func (p *payload) queue(q *pgx.Batch, site, node string) {
 	for _, v := range []struct {
 		sql  string
 		rows *pathRows
-	}{{upsertSecondPaths, &p.secondPaths}, {upsertWindowMinutes, &p.windowMinutePaths}, {upsertDayPaths, &p.dayPaths}} {
+	}{{upsertSecondPaths, &p.secondPaths}, {upsertWindowMinutes, &p.windowMinutePaths}} {
 		if len(v.rows.keys) > 0 {
 			q.Queue(v.sql, site, v.rows.keys, v.rows.paths, v.rows.views)
 		}

@@ -66,14 +66,32 @@ const (
 	windowVisitors = windowBounds + `SELECT count(*) FROM logtally.visitors
 		WHERE site = $1 AND last_seen > (SELECT after FROM w) AND last_seen <= (SELECT up_to FROM w)`
 
-	windowPages = windowBounds + `SELECT path, sum(n)::int8 AS n FROM (
+	// The top pages add up the window's whole minutes, and of each minute
+	// at its ends whichever costs fewer rows: the minute's seconds in the
+	// window, or the whole minute (less its seconds before the window, at
+	// the start; at the end, if it holds no second after the window's).
+	windowPages = windowBounds + `, x AS (
+			SELECT *, head_end - interval '1 minute' AS head_start,
+				head_end < tail_start AND after < head_end - interval '30 seconds' AS head_by_prefix,
+				head_end < tail_start AND NOT EXISTS (SELECT FROM logtally.seconds
+					WHERE site = $1 AND second > up_to AND second < tail_start + interval '1 minute') AS tail_whole
+			FROM w)
+		SELECT path, sum(n)::int8 AS n FROM (
 			SELECT path, pageviews AS n FROM logtally.window_minute_paths
-			WHERE site = $1 AND minute >= (SELECT head_end FROM w) AND minute < (SELECT tail_start FROM w)
+			WHERE site = $1 AND minute >= (SELECT head_end FROM x) AND minute < (SELECT tail_start FROM x)
+			UNION ALL
+			SELECT path, pageviews FROM logtally.window_minute_paths
+			WHERE site = $1 AND (minute = (SELECT tail_start FROM x) AND (SELECT tail_whole FROM x)
+				OR minute = (SELECT head_start FROM x) AND (SELECT head_by_prefix FROM x))
+			UNION ALL
+			SELECT path, -pageviews FROM logtally.second_paths
+			WHERE site = $1 AND (SELECT head_by_prefix FROM x)
+				AND second >= (SELECT head_start FROM x) AND second <= (SELECT after FROM x)
 			UNION ALL
 			SELECT path, pageviews FROM logtally.second_paths
-			WHERE site = $1 AND (second > (SELECT after FROM w) AND second < (SELECT head_end FROM w)
-				OR second >= (SELECT tail_start FROM w) AND second <= (SELECT up_to FROM w))
-		) AS p GROUP BY path ORDER BY n DESC, path LIMIT $4`
+			WHERE site = $1 AND (second > (SELECT after FROM x) AND second < (SELECT head_end FROM x) AND NOT (SELECT head_by_prefix FROM x)
+				OR second >= (SELECT tail_start FROM x) AND second <= (SELECT up_to FROM x) AND NOT (SELECT tail_whole FROM x))
+		) AS p GROUP BY path HAVING sum(n) > 0 ORDER BY n DESC, path LIMIT $4`
 )
 
 // window reads the window of length that ends with the second of end, or
@@ -274,7 +292,7 @@ func dateOf(t time.Time, loc *time.Location) time.Time {
 func (s *Store) PathCounts(ctx context.Context, site string, paths []string, day time.Time) ([]logtally.PathCount, error) {
 	out := make([]logtally.PathCount, 0, len(paths))
 	rows, err := s.pool.Query(ctx, `SELECT p.path,
-			coalesce((SELECT d.pageviews FROM logtally.day_paths d WHERE d.site = $1 AND d.day = $3 AND d.path = p.path), 0),
+			coalesce((SELECT sum(d.pageviews)::int8 FROM logtally.day_paths d WHERE d.site = $1 AND d.day = $3 AND d.path = p.path), 0),
 			coalesce((SELECT sum(d.pageviews)::int8 FROM logtally.day_paths d WHERE d.site = $1 AND d.path = p.path), 0)
 			+ coalesce((SELECT a.pageviews FROM logtally.paths a WHERE a.site = $1 AND a.path = p.path), 0)
 		FROM unnest($2::text[]) WITH ORDINALITY AS p(path, i) ORDER BY p.i`,
