@@ -104,20 +104,9 @@ func TestFleetRestoredDatabase(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
 	n := newIdentNode(t, "restored")
-	n.write(0, 100)
-	m := start(t, time.Now, n.args(url)...)
-	n.counted(m, 100, true)
-	m.Close()
-	copyFile(t, n.db, n.db+".backup")
-
-	n.write(100, 200)
-	m = start(t, time.Now, n.args(url)...)
-	n.counted(m, 200, true)
-	m.Close()
-
-	copyFile(t, n.db+".backup", n.db)
+	restoreBackup(t, n, url)
 	n.write(200, 250)
-	m = start(t, time.Now, n.args(unreachableURL(t))...)
+	m := start(t, time.Now, n.args(unreachableURL(t))...)
 	n.counted(m, 250, false) // 100 from the backup, 150 read again
 	m.Close()
 
@@ -182,23 +171,12 @@ func TestFleetNameTakenAndTakeOver(t *testing.T) {
 func TestFleetRestoredDatabaseNewFile(t *testing.T) {
 	url := pgtest.Database(t)
 	n := newIdentNode(t, "restored")
-	n.write(0, 100)
-	m := start(t, time.Now, n.args(url)...)
-	n.counted(m, 100, true)
-	m.Close()
-	copyFile(t, n.db, n.db+".backup")
-
-	n.write(100, 200)
-	m = start(t, time.Now, n.args(url)...)
-	n.counted(m, 200, true)
-	m.Close()
-
-	copyFile(t, n.db+".backup", n.db)
+	restoreBackup(t, n, url)
 	if err := os.Rename(n.log, n.log+".1"); err != nil { // rotated: a new log
 		t.Fatal(err)
 	}
 	n.write(200, 250)
-	m = start(t, time.Now, append(n.args(unreachableURL(t)), n.log+".1")...)
+	m := start(t, time.Now, append(n.args(unreachableURL(t)), n.log+".1")...)
 	n.counted(m, 250, false)
 	m.Close()
 
@@ -210,4 +188,20 @@ func TestFleetRestoredDatabaseNewFile(t *testing.T) {
 	if got := n.total(m, "fleet"); got != 250 {
 		t.Errorf("the fleet counts %d requests, want 250", got)
 	}
+}
+
+// restoreBackup ships n's first 100 lines, backs its database up, ships
+// 100 more, and puts the backup back: a database behind the fleet.
+func restoreBackup(t *testing.T, n *identNode, url string) {
+	t.Helper()
+	n.write(0, 100)
+	m := start(t, time.Now, n.args(url)...)
+	n.counted(m, 100, true)
+	m.Close()
+	copyFile(t, n.db, n.db+".backup")
+	n.write(100, 200)
+	m = start(t, time.Now, n.args(url)...)
+	n.counted(m, 200, true)
+	m.Close()
+	copyFile(t, n.db+".backup", n.db)
 }
