@@ -9,10 +9,13 @@ package crawler
 type automaton struct {
 	class [256]byte
 	width int      // number of classes
-	next  []uint32 // next[state*width+class]
-	hit   []bool   // some literal ends at the state (itself or a suffix of it)
-	outs  [][]int  // the owners of the literals that end at the state
-	fast  []uint32 // next, flattened for any: see flatten
+	fast  []uint32 // the transitions: see flatten
+	outs  [][]int  // the owners of the literals that end at each state
+
+	// While it is built: next[state*width+class], and whether a literal
+	// ends at a state (itself or a suffix of it).
+	next []uint32
+	hit  []bool
 }
 
 // newAutomaton builds the automaton of lits, lits[i] being owned by
@@ -34,6 +37,11 @@ func newAutomaton(lits []string, owners []int) *automaton {
 	if a.width > 256 {
 		panic("crawler: more than 255 byte classes") // cannot happen: upper and lower case share one
 	}
+	states := 1
+	for _, lit := range lits {
+		states += len(lit)
+	}
+	a.next = make([]uint32, 0, states*a.width) // at most
 	a.addState()
 	for i, lit := range lits {
 		s := uint32(0)
@@ -49,6 +57,7 @@ func newAutomaton(lits []string, owners []int) *automaton {
 	}
 	a.link()
 	a.flatten()
+	a.next, a.hit = nil, nil
 	return a
 }
 
@@ -107,8 +116,11 @@ func (a *automaton) any(s []byte) bool {
 func (a *automaton) each(s []byte, f func(owner int) bool) bool {
 	st := uint32(0)
 	for _, c := range s {
-		st = a.next[int(st)*a.width+int(a.class[c])]
-		for _, o := range a.outs[st] {
+		st = a.fast[st&^hitBit+uint32(a.class[c])]
+		if st&hitBit == 0 {
+			continue
+		}
+		for _, o := range a.outs[int(st&^hitBit)/a.width] {
 			if f(o) {
 				return true
 			}

@@ -150,7 +150,7 @@ func TestDefaultList(t *testing.T) {
 		}
 	}
 	t.Logf("%d patterns, %d of them more than literals; %d states of %d classes", l.Len(), inexact,
-		len(l.lits.hit), l.lits.width)
+		len(l.lits.outs), l.lits.width)
 }
 
 func TestMatch(t *testing.T) {
