@@ -3,8 +3,8 @@
 // Crawler-Detect (crawlerdetect/, MIT): about 1,450 patterns, and the
 // browser tokens to take out of an agent before they are tried.
 //
-// Trying 1,450 regular expressions on an agent costs tens of
-// microseconds. The idea that makes it cheap: every pattern is known by
+// Trying 1,450 regular expressions on an agent costs a quarter of a
+// millisecond. The idea that makes it cheap: every pattern is known by
 // literals that any match of it must hold (most patterns are nothing but
 // a literal), and one Aho-Corasick automaton finds all of them in one pass
 // over the agent, a table lookup per byte. A browser's agent holds none,
