@@ -67,6 +67,7 @@ func TestImportLayers(t *testing.T) {
 		{"ingest/live", []string{module + "/api", module + "/storage", module + "/ingest/replay", "go.etcd.io/bbolt"}},
 		{"ingest/replay", []string{module + "/api", module + "/storage", module + "/window", module + "/ingest/live", "go.etcd.io/bbolt"}},
 		{"counter", []string{module + "/"}},
+		{"crawler", []string{module + "/"}},
 		{"fleet", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},
 		{"report", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", module + "/api", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},

@@ -5,9 +5,14 @@
 //
 // A page view is a request with one of the page-view methods (GET), a
 // status in the page-view range (200-399), a path whose last segment has no
-// static-asset extension, and a user agent that is not a crawler (unless
-// crawlers are included, or unless the log format has no user agent to
-// tell them by: then every request is taken for a person's). A visitor is a
+// static-asset extension and that names no feed (/feed/, ?flav=rss20), and
+// a user agent that is not a crawler's, a feed reader's or a script's, by
+// Crawler-Detect's list (see package crawler) and the operator's own
+// (unless crawlers are included, or unless the log format has no user
+// agent to tell them by: then every request is taken for a person's).
+// Telling an agent costs a microsecond or more, so each goroutine
+// remembers the verdicts of the agents it saw lately (Memo), and a line
+// whose agent was seen costs a map lookup. A visitor is a
 // keyed hash (SipHash-2-4, 128-bit key) of the client address (in one
 // spelling: see client), or of the address and the user agent, under the
 // key of the line's day (see Keys): the same client is one visitor within
@@ -17,7 +22,6 @@
 package classify
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -55,19 +59,21 @@ const (
 // page views.
 var DefaultAssetExts = strings.Fields("css js mjs map png jpg jpeg gif svg webp avif ico bmp woff woff2 ttf eot otf mp4 webm mp3 wav pdf zip gz txt xml json")
 
-// DefaultBotTokens are case-insensitive substrings of a user agent that mark a
-// crawler, a command-line client or a monitoring agent.
-var DefaultBotTokens = strings.Fields("bot crawl spider slurp curl wget python-requests go-http-client headlesschrome uptime monitor pingdom check_http nagios zabbix statuscake site24x7 facebookexternalhit")
-
 // Config is the classification rules as the operator gives them.
 type Config struct {
-	Methods     []string // page views use one of these methods
-	MinStatus   int      // lowest status that is a page view
-	MaxStatus   int      // highest status that is a page view
-	AssetExts   []string // extensions that are never page views, any case
-	BotTokens   []string // user agent substrings of crawlers, any case
-	IncludeBots bool     // count crawlers' page views too
-	VisitorKey  string   // KeyHost or KeyHostUA
+	Methods   []string // page views use one of these methods
+	MinStatus int      // lowest status that is a page view
+	MaxStatus int      // highest status that is a page view
+	AssetExts []string // extensions that are never page views, any case
+	FeedPaths []string // paths and queries of feeds, never page views: see DefaultFeedPaths
+	// BotList is the list of crawlers' agents: ListCrawlerDetect or
+	// ListNone. BotTokens are more crawlers' agents, as substrings in
+	// any case; PersonTokens are people's, whatever the lists say.
+	BotList      string
+	BotTokens    []string
+	PersonTokens []string
+	IncludeBots  bool   // count crawlers' page views too
+	VisitorKey   string // KeyHost or KeyHostUA
 	// NoUserAgent says that the log format has no user-agent field (as
 	// `common`): no line is then taken for a crawler's, since every line
 	// would be, for want of an agent. The program sets it from the format.
@@ -75,14 +81,15 @@ type Config struct {
 }
 
 // DefaultConfig returns the documented defaults: GET, status 200-399, not
-// an asset, not a crawler, one visitor per client address.
+// an asset, not a feed, not a crawler, one visitor per client address.
 func DefaultConfig() Config {
 	return Config{
 		Methods:    []string{"GET"},
 		MinStatus:  200,
 		MaxStatus:  399,
 		AssetExts:  DefaultAssetExts,
-		BotTokens:  DefaultBotTokens,
+		FeedPaths:  DefaultFeedPaths,
+		BotList:    ListCrawlerDetect,
 		VisitorKey: KeyHost,
 	}
 }
@@ -93,8 +100,15 @@ func (r *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var((*listFlag)(&r.Methods), "pageview-methods", "comma-separated `list` of request methods that can be page views")
 	fs.Var((*statusFlag)(r), "pageview-status", "status codes that can be page views, as `LOW-HIGH`")
 	fs.Var((*listFlag)(&r.AssetExts), "asset-exts", "comma-separated `list` of path extensions of static assets, never page views")
+	fs.Var((*listFlag)(&r.FeedPaths), "feed-paths",
+		"comma-separated `list` of the paths of feeds, never page views: a path segment (feed), a last segment's extension (.rss), "+
+			"or a query parameter (?feed, ?flav=rss20, ?flav=rss*); empty: feeds are pages")
+	fs.StringVar(&r.BotList, "bot-list", r.BotList,
+		"`name` of the list of crawlers', feed readers' and scripts' user agents: crawler-detect (built in) or none")
 	fs.Var((*listFlag)(&r.BotTokens), "bot-agents",
-		"comma-separated `list` of user-agent substrings (any case) of crawlers and monitors; an empty or - agent is one too")
+		"comma-separated `list` of more user-agent substrings (any case) of crawlers and monitors, besides --bot-list's; an empty or - agent is one too")
+	fs.Var((*listFlag)(&r.PersonTokens), "person-agents",
+		"comma-separated `list` of user-agent substrings (any case) of people's agents, whatever --bot-list and --bot-agents say")
 	fs.BoolVar(&r.IncludeBots, "include-bots", r.IncludeBots, "count crawlers' page views and visitors too")
 	fs.StringVar(&r.VisitorKey, "visitor-key", r.VisitorKey, "what makes a visitor: host or host+ua")
 }
@@ -152,6 +166,12 @@ func (r *Config) Validate() error {
 	if r.MinStatus < 100 || r.MaxStatus > 599 || r.MinStatus > r.MaxStatus {
 		errs = append(errs, fmt.Errorf("page-view status %d-%d: want LOW-HIGH within 100-599", r.MinStatus, r.MaxStatus))
 	}
+	if _, err := compileFeedRules(r.FeedPaths); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validBotList(r.BotList); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -165,7 +185,8 @@ type Classifier struct {
 	hostUA      bool
 	keys        Keys
 	exts        map[string]struct{}
-	bots        [][]byte // bot tokens in lower case
+	feeds       feedRules
+	agents      agentRules
 }
 
 // New compiles cfg. keys gives each day's visitor-hash key: it must give a
@@ -187,38 +208,23 @@ func New(cfg Config, keys Keys) (*Classifier, error) {
 	for _, e := range cfg.AssetExts {
 		r.exts[strings.ToLower(strings.TrimPrefix(e, "."))] = struct{}{}
 	}
-	for _, b := range cfg.BotTokens {
-		if b = strings.ToLower(b); b != "" {
-			r.bots = append(r.bots, []byte(b))
-		}
-	}
+	r.feeds, _ = compileFeedRules(cfg.FeedPaths) // checked by Validate
+	r.agents = newAgentRules(&cfg)
 	return r, nil
 }
 
-// Classify turns a parsed record into a Hit. It does not allocate; the
-// Hit's Path aliases the record's.
+// Classify turns a parsed record into a Hit. It does not allocate but to
+// tell whether an agent that holds a crawler pattern's literal is a
+// crawler's (see crawler.List.Match); the Hit's Path aliases the record's.
 func (r *Classifier) Classify(rec *parser.Record) logtally.Hit { return r.ClassifyWith(rec, nil) }
 
-// Memo remembers the crawler verdict of the user agents seen last, for
-// one goroutine: a log holds few distinct agents, and searching one for
-// every crawler token costs more than parsing its line. Its zero value is
-// ready to use; a nil *Memo remembers nothing.
-type Memo struct {
-	bots map[string]bool
-}
-
-// memoSize is the most agents a Memo holds: past it, it starts again
-// empty, so that a flood of random agents costs one search each and
-// bounded memory.
-const memoSize = 4096
-
 // ClassifyWith is Classify, with the crawler verdicts memo remembers. It
-// allocates only to remember an agent not seen before.
+// allocates only to tell and remember an agent not seen lately.
 func (r *Classifier) ClassifyWith(rec *parser.Record, memo *Memo) logtally.Hit {
 	h := logtally.Hit{Time: rec.Time.Unix(), Path: rec.Path, Status: rec.Status, Bytes: rec.Bytes}
 	h.PageView = r.method(rec.Method) &&
 		rec.Status >= r.minStatus && rec.Status <= r.maxStatus &&
-		!r.asset(rec.Path) &&
+		!r.asset(rec.Path) && !r.feeds.feed(rec.Path, rec.Query) &&
 		(r.includeBots || !r.botMemo(rec.UserAgent, memo))
 	if h.PageView {
 		h.Visitor = r.Visitor(rec)
@@ -274,71 +280,6 @@ func (r *Classifier) asset(path []byte) bool {
 	}
 	_, ok := r.exts[string(ext)]
 	return ok
-}
-
-// botMemo is bot, remembered in memo.
-func (r *Classifier) botMemo(ua []byte, memo *Memo) bool {
-	if memo == nil {
-		return r.bot(ua)
-	}
-	if v, ok := memo.bots[string(ua)]; ok {
-		return v
-	}
-	v := r.bot(ua)
-	if len(memo.bots) >= memoSize || memo.bots == nil {
-		memo.bots = make(map[string]bool, 64)
-	}
-	memo.bots[string(ua)] = v
-	return v
-}
-
-// bot reports whether ua is empty, "-", or contains a bot token.
-func (r *Classifier) bot(ua []byte) bool {
-	if len(ua) == 0 || string(ua) == "-" {
-		return true
-	}
-	// Lower-case the agent once, on the stack, so that each token is a
-	// plain bytes.Index, which is vectorised: four times faster than
-	// folding case token by token. Agents longer than the buffer, which
-	// browsers do not send, take the slow path.
-	var buf [512]byte
-	if len(ua) > len(buf) {
-		for _, tok := range r.bots {
-			if containsFold(ua, tok) {
-				return true
-			}
-		}
-		return false
-	}
-	low := buf[:len(ua)]
-	for i, c := range ua {
-		low[i] = lower(c)
-	}
-	for _, tok := range r.bots {
-		if bytes.Contains(low, tok) {
-			return true
-		}
-	}
-	return false
-}
-
-// containsFold reports whether s contains the lower-case ASCII token,
-// ignoring ASCII case in s.
-func containsFold(s, token []byte) bool {
-	n := len(token)
-	for i := 0; i+n <= len(s); i++ {
-		if lower(s[i]) != token[0] {
-			continue
-		}
-		j := 1
-		for j < n && lower(s[i+j]) == token[j] {
-			j++
-		}
-		if j == n {
-			return true
-		}
-	}
-	return false
 }
 
 func lower(c byte) byte {

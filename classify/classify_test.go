@@ -46,6 +46,10 @@ func TestClassify(t *testing.T) {
 		{"no agent", rec("GET", "/", 200, "-"), false},
 		{"long agent", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)), true},
 		{"long crawler", rec("GET", "/", 200, strings.Repeat("Mozilla ", 100)+"SpiderX"), false},
+		{"feed", rec("GET", "/feed/", 200, browser), false},
+		{"feed reader", rec("GET", "/", 200, "UniversalFeedParser/4.2-pre-314-svn +http://feedparser.org/"), false},
+		{"feed reader by the list", rec("GET", "/", 200, "Tiny Tiny RSS/1.11 (http://tt-rss.org/)"), false},
+		{"script", rec("GET", "/", 200, "Java/1.8.0_151"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +88,11 @@ func TestFlags(t *testing.T) {
 		return &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte(method), Path: []byte(path),
 			Status: status, UserAgent: ua}
 	}
+	recQ := func(method, path, query string, ua []byte) *parser.Record {
+		r := rec(method, path, 200, ua)
+		r.Query = []byte(query)
+		return r
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -96,10 +105,21 @@ func TestFlags(t *testing.T) {
 		{"status range", []string{"--pageview-status", "200-299"}, rec("GET", "/a", 301, browser), false},
 		{"asset list replaced", []string{"--asset-exts", "PHP"}, rec("GET", "/x.php", 200, browser), false},
 		{"css no longer an asset", []string{"--asset-exts", "php"}, rec("GET", "/x.css", 200, browser), true},
-		{"bot list replaced", []string{"--bot-agents", "Firefox"}, rec("GET", "/a", 200, browser), false},
-		{"curl not a bot then", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("curl/8")), true},
-		{"empty agent still a bot", []string{"--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("-")), false},
+		{"curl by the list", nil, rec("GET", "/a", 200, []byte("curl/8")), false},
+		{"bot agent added", []string{"--bot-agents", "Firefox"}, rec("GET", "/a", 200, browser), false},
+		{"list kept beside", []string{"--bot-agents", "Firefox"}, rec("GET", "/a", 200, []byte("curl/8")), false},
+		{"no list", []string{"--bot-list", "none", "--bot-agents", "firefox"}, rec("GET", "/a", 200, []byte("curl/8")), true},
+		{"no list, own tokens", []string{"--bot-list", "none", "--bot-agents", "firefox"}, rec("GET", "/a", 200, browser), false},
+		{"empty agent still a bot", []string{"--bot-list", "none"}, rec("GET", "/a", 200, []byte("-")), false},
+		{"person agent", []string{"--person-agents", "CURL/"}, rec("GET", "/a", 200, []byte("curl/8")), true},
+		{"person agent over bot agent", []string{"--person-agents", "firefox", "--bot-agents", "firefox"}, rec("GET", "/a", 200, browser), true},
 		{"include bots", []string{"--include-bots"}, rec("GET", "/a", 200, []byte("-")), true},
+		{"include feed readers", []string{"--include-bots"}, rec("GET", "/a", 200, []byte("Feedbin - 1 subscribers")), true},
+		{"feed", nil, rec("GET", "/feed/", 200, browser), false},
+		{"feed, bots included", []string{"--include-bots"}, rec("GET", "/feed/", 200, browser), false},
+		{"feeds are pages", []string{"--feed-paths", ""}, rec("GET", "/feed/", 200, browser), true},
+		{"own feed rule", []string{"--feed-paths", "?output=rss"}, rec("GET", "/feed/", 200, browser), true},
+		{"own feed rule applies", []string{"--feed-paths", "?output=rss"}, recQ("GET", "/", "output=RSS", browser), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,6 +141,11 @@ func TestValidate(t *testing.T) {
 		{"--visitor-key", "ip"},
 		{"--pageview-status", "399-200"},
 		{"--pageview-methods", ""},
+		{"--bot-list", "crawler-user-agents"},
+		{"--feed-paths", "feed,/feed/"},
+		{"--feed-paths", "?"},
+		{"--feed-paths", "?a=b=c"},
+		{"--feed-paths", "."},
 	} {
 		var cfg Config
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -247,7 +272,8 @@ func BenchmarkClassifyMemo(b *testing.B) {
 func TestMemoAgreesWithClassify(t *testing.T) {
 	r := mustNew(t, DefaultConfig())
 	var memo Memo
-	agents := []string{"Mozilla/5.0 Firefox/133.0", "Googlebot/2.1", "-", "", "curl/8.5.0", "Mozilla/5.0 (compatible; bingbot/2.0)"}
+	agents := []string{"Mozilla/5.0 Firefox/133.0", "Googlebot/2.1", "-", "", "curl/8.5.0", "Mozilla/5.0 (compatible; bingbot/2.0)",
+		strings.Repeat("Mozilla ", 100), strings.Repeat("Mozilla ", 100) + "Googlebot"}
 	for i := range 3 * memoSize {
 		agents = append(agents, fmt.Sprintf("agent %d", i), fmt.Sprintf("crawler %d bot", i))
 	}
@@ -260,8 +286,13 @@ func TestMemoAgreesWithClassify(t *testing.T) {
 			}
 		}
 	}
-	if len(memo.bots) > memoSize {
-		t.Errorf("memo holds %d agents, want at most %d", len(memo.bots), memoSize)
+	if len(memo.bots) > memoSize || len(memo.older) > memoSize {
+		t.Errorf("memo holds %d and %d agents, want at most %d each", len(memo.bots), len(memo.older), memoSize)
+	}
+	for ua := range memo.bots {
+		if len(ua) > memoAgentMax {
+			t.Errorf("memo holds an agent of %d bytes", len(ua))
+		}
 	}
 }
 

@@ -1,0 +1,6 @@
+//go:build !race
+
+package crawler
+
+// sampleEvery: see race_test.go.
+const sampleEvery = 1
