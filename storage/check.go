@@ -24,6 +24,9 @@ var (
 	// ErrLocked means another process has the database file open: bbolt
 	// locks the file (flock) for the one process that writes it.
 	ErrLocked = errors.New("database file is in use by another process")
+	// ErrForeign means the file is a bbolt database that logtally did not
+	// write: another program's. It is refused untouched.
+	ErrForeign = errors.New("not a logtally database")
 )
 
 // DamageError says what is damaged in a database file.

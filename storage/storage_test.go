@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -615,5 +617,44 @@ func TestStreamSinceSurvivesReopen(t *testing.T) {
 		if err != nil || ok != tt.ok || !got.Equal(tt.want) {
 			t.Errorf("StreamSince(%s) = %v, %v, %v; want %v, %v", tt.path, got, ok, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestRefusesForeignFile: another program's bbolt file is refused, naming
+// what is not logtally's, and left as it was, byte for byte. Before, Open
+// took it and laid out logtally's buckets beside the program's.
+func TestRefusesForeignFile(t *testing.T) {
+	for _, noFreelistSync := range []bool{false, true} {
+		t.Run(fmt.Sprint("NoFreelistSync=", noFreelistSync), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "app.db")
+			db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: noFreelistSync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				for _, name := range []string{"users", "meta"} {
+					b, err := tx.CreateBucket([]byte(name))
+					if err != nil {
+						return err
+					}
+					if err := b.Put([]byte("alice"), []byte("admin")); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			before, _ := os.ReadFile(path)
+			_, err = Open(Config{Path: path}, nil)
+			if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), `users`) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Open = %v, want ErrForeign naming %s and its bucket users", err, path)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Error("the refused file was changed")
+			}
+		})
 	}
 }
