@@ -658,3 +658,35 @@ func TestRefusesForeignFile(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordChecksumCatchesChanges: a record changed on disk, in any byte
+// and to any value, is refused as corrupt, where one of encoding 1 (before
+// schema 5) decoded with a changed count or sketch as if it were whole; and
+// a record of encoding 1 is still read.
+func TestRecordChecksumCatchesChanges(t *testing.T) {
+	r := record{Counts: logtally.Counts{Requests: 300, PageViews: 7, Visitors: 3, Status: [5]int64{0, 300},
+		Top: []logtally.PageCount{{Path: "/a", PageViews: 7}}}}
+	for _, v := range []uint64{1, 5, 1 << 63} {
+		r.sketch().InsertHash(v)
+	}
+	enc, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range enc {
+		for _, x := range []byte{0x01, 0x80, 0xff, 0x5a} {
+			changed := bytes.Clone(enc)
+			changed[i] ^= x
+			var back record
+			if err := back.decode(changed, true); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("byte %d of %d xored with %#x: decode = %v, %+v; want ErrCorrupt", i, len(enc), x, err, back.Counts)
+			}
+		}
+	}
+	old, _ := hex.DecodeString("0101ac020703c0c4070200fa01141905" + "02022f6104042f622f6302012002" + "0e00" +
+		"0100000003000000" + "4f0000004b800000" + "51000000000000000000000000") // the golden record of encoding 1
+	var back record
+	if err := back.decode(old, true); err != nil || back.Requests != 300 || back.hll.Estimate() != 3 {
+		t.Errorf("a record of encoding 1: %v, %+v", err, back.Counts)
+	}
+}

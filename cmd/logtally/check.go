@@ -77,6 +77,8 @@ func storeFix(err error, path string) error {
 		return fmt.Errorf("%w; run 'logtally check --db %s' for what is damaged and how to recover", err, path)
 	case errors.Is(err, storage.ErrLocked):
 		return fmt.Errorf("%w: stop that process first, or give this one another --db", err)
+	case errors.Is(err, storage.ErrZone):
+		return fmt.Errorf("%w: omit --tz to cut them there, or give another --db to cut days in another zone", err)
 	case errors.Is(err, storage.ErrForeign):
 		return fmt.Errorf("%w; it was left untouched: give --db a logtally database, or a path where none is yet to make one", err)
 	}

@@ -47,6 +47,9 @@ func (c *reportCmd) Run(context.Context) error {
 	if errors.Is(err, storage.ErrLocked) {
 		return fmt.Errorf("%w; stop it to report from the file, or ask its API: /api/v1/series?step=1d and /api/v1/pages?from=DAY&to=DAY", err)
 	}
+	if errors.Is(err, storage.ErrZone) {
+		return fmt.Errorf("%w: a report cannot cut them again in another zone, for days are stored whole: omit --tz to report the days as they are cut", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -115,3 +115,45 @@ func TestReportOfEmptyDatabase(t *testing.T) {
 		t.Error("report created the file it was asked to read")
 	}
 }
+
+// TestZoneKeptWithTheDatabase: a database keeps the zone its days are cut
+// in. A replay with another --tz is refused, naming the flag, rather than
+// cut the next days elsewhere, and so is a report with another --tz, which
+// says why; without --tz both take the stored zone, and the report is
+// labelled with it. Before, the replay in Berlin moved a 23:30 UTC line to
+// the next day, and `report --tz Europe/Berlin` printed the UTC days
+// labelled "(Europe/Berlin)".
+func TestZoneKeptWithTheDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db")
+	replayLogs(t, "--db", db, "--tz", "UTC", archive)
+	late := filepath.Join(dir, "late.log")
+	os.WriteFile(late, []byte(`198.18.0.9 - - [20/May/2015:23:30:00 +0000] "GET /late HTTP/1.1" 200 100 "-" "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0"`+"\n"), 0o600)
+
+	m := NewMain()
+	m.Stdout, m.Stderr = io.Discard, io.Discard
+	if err := m.ParseFlags([]string{"replay", "--db", db, "--tz", "Europe/Berlin", late}); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(context.Background())
+	m.Close()
+	if !errors.Is(err, storage.ErrZone) || !strings.Contains(err.Error(), "--tz Europe/Berlin") || !strings.Contains(err.Error(), "omit --tz") {
+		t.Errorf("replay in another zone: %v, want ErrZone naming --tz and the fix", err)
+	}
+	replayLogs(t, "--db", db, late)
+	got, err := reportOf(t, "--db", db, "--from", "2015-05-20", "--to", "2015-05-21", "--csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "\nday,2015-05-20,,41,") || !strings.Contains(got, "\nday,2015-05-21,,0,") {
+		t.Errorf("the 23:30 UTC line is not on 2015-05-20 in UTC:\n%s", got)
+	}
+	if table, _ := reportOf(t, "--db", db); !strings.Contains(table, "(UTC)") {
+		t.Errorf("the report is not labelled with the stored zone:\n%s", table)
+	}
+	_, err = reportOf(t, "--db", db, "--tz", "Europe/Berlin")
+	if !errors.Is(err, storage.ErrZone) || !strings.Contains(err.Error(), "cannot cut them again") {
+		t.Errorf("report in another zone: %v, want ErrZone saying it cannot", err)
+	}
+}
