@@ -41,7 +41,7 @@ func (c *checkCmd) Run(context.Context) error {
 	var damage *storage.DamageError
 	switch {
 	case err == nil:
-		fmt.Fprintf(out, "%s: no damage found: every page was read, and bbolt's consistency check passed\n", c.path)
+		fmt.Fprintf(out, "%s: no damage found: every page was read, every value decoded, and bbolt's consistency check passed\n", c.path)
 		return nil
 	case errors.As(err, &damage):
 		fmt.Fprintf(out, "%s is damaged:\n", c.path)
