@@ -44,6 +44,9 @@ type PathCount struct {
 	Path  string
 	Day   int64 // page views on the day asked for
 	Total int64 // all-time page views
+	// Damaged is set when a stored count of the path could not be read,
+	// its file damaged there: Day and Total lack it.
+	Damaged bool
 }
 
 // OtherPath is the path under which page views are counted once a per-path

@@ -2,12 +2,15 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,6 +120,49 @@ func (s *Store) guarded(f func() error) (err error) {
 type damageMemo struct {
 	mu    sync.Mutex
 	found error // a *DamageError, once one is found
+	// records are the damaged values that queries met and skipped, or
+	// Verify found: at most maxProblems, and how many more.
+	records []string
+	more    int
+	seen    map[string]bool // every value noted, up to maxCollected
+}
+
+// note remembers a damaged value that a query skipped.
+func (m *damageMemo) note(problem string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[problem] {
+		return
+	}
+	if m.seen == nil {
+		m.seen = make(map[string]bool)
+	}
+	if len(m.seen) < maxCollected {
+		m.seen[problem] = true
+	}
+	if len(m.records) < maxProblems {
+		m.records = append(m.records, problem)
+	} else {
+		m.more++
+	}
+}
+
+// known returns what is known to be damaged: the damage a guarded read or
+// write found, then the values queries skipped; nil if nothing is.
+func (m *damageMemo) known() *DamageError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var d DamageError
+	if found, ok := m.found.(*DamageError); ok {
+		d = *found
+		d.Problems = slices.Clone(found.Problems)
+	}
+	d.Problems = append(d.Problems, m.records...)
+	d.More += m.more
+	if len(d.Problems) == 0 {
+		return nil
+	}
+	return &d
 }
 
 // find returns the damage of db, the file at path: the remembered one, or
@@ -181,6 +227,32 @@ func check(db *bolt.DB, size int64) (problems []string, more int, err error) {
 	return w.problems, w.more, err
 }
 
+// Verify reads and decodes every value of the store's file once, as Check
+// does (without bbolt's consistency check, which wants the file to
+// itself), while the store serves: so that damage that no query has met
+// yet shows in Damage, and in the log, once, with the fix. It returns
+// when it is done, or early when ctx is.
+func (s *Store) Verify(ctx context.Context, log *slog.Logger) {
+	w := walk{ctx: ctx}
+	err := s.guarded(func() error { return w.all(s.db) })
+	if err != nil && ctx.Err() == nil {
+		log.Warn("could not read the whole database file to look for damage", "db", s.cfg.Path, "err", err)
+	}
+	for _, p := range w.problems {
+		s.file.damage.note(p)
+	}
+	if damage := s.Damage(); damage != nil {
+		log.Error("database file is damaged: queries leave out what they cannot read, and say so",
+			"db", s.cfg.Path, "err", damage, "fix", DamageFix(s.cfg.Path))
+	}
+}
+
+// DamageFix is what to do about a damaged file at path.
+func DamageFix(path string) string {
+	return "stop logtally and run 'logtally check --db " + path + "', which lists what is damaged; then restore " +
+		path + " from a backup, or move it aside and replay the logs you still have into a new file"
+}
+
 // maxCollected is the most problems a check keeps: a file damaged all
 // over has more than anyone reads.
 const maxCollected = 1000
@@ -188,6 +260,7 @@ const maxCollected = 1000
 // walk reads every bucket of a file, one read transaction a bucket, and
 // collects what is damaged.
 type walk struct {
+	ctx      context.Context   // the walk stops early once it is done; nil: never
 	roots    map[uint64]string // bucket root page -> bucket; nil: not wanted
 	problems []string
 	more     int // problems past maxCollected
@@ -204,6 +277,9 @@ func (w *walk) add(problem string) {
 // all walks every bucket, breadth first from the root.
 func (w *walk) all(db *bolt.DB) error {
 	for queue := [][][]byte{nil}; len(queue) > 0; queue = queue[1:] {
+		if w.ctx != nil && w.ctx.Err() != nil {
+			return w.ctx.Err()
+		}
 		path := queue[0]
 		var nested [][]byte
 		err := guard(func() error {

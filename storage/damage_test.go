@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -135,5 +137,91 @@ func TestCheckFindsDamagedRecords(t *testing.T) {
 		if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, w) }) {
 			t.Errorf("no problem names %s; found:\n%s", w, strings.Join(problems, "\n"))
 		}
+	}
+}
+
+// damaged20 damages 20 record values of a copy of bigDB chosen at random,
+// and returns its path and how each is named.
+func damaged20(t *testing.T) (path string, names []string) {
+	t.Helper()
+	path = bigDB(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 30))
+	values := recordValues(t, path)
+	for _, i := range rng.Perm(len(values))[:20] {
+		v := values[i]
+		if _, err := damagetest.Overwrite(path, v, rng); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, fmt.Sprintf("(bucket %s), %s", strings.Join(v.Bucket, "/"), keyName(strings.Join(v.Bucket, "/"), v.Key)))
+	}
+	return path, names
+}
+
+// TestQueriesSkipDamagedRecords: every query that meets a damaged record
+// answers what it can, leaving the record out and naming it (a series
+// marks its point), and Damage, then Verify, say what is damaged. Before,
+// a series that met one failed whole with "record: corrupt database
+// value", which the API answered with a 500.
+func TestQueriesSkipDamagedRecords(t *testing.T) {
+	path, names := damaged20(t)
+	s, err := Open(Config{Path: path}, func() time.Time { return t0.Add(7 * 24 * time.Hour) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := t0, t0.Add(6*24*time.Hour)
+	var named []string
+	for _, site := range []string{logtally.DefaultSite, "shop.example.org"} {
+		si, _ := s.Site(site)
+		for _, step := range []time.Duration{time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour} {
+			series, err := si.Series(from, to, step)
+			if err != nil {
+				t.Fatalf("%s: series by %s: %v", site, step, err)
+			}
+			marked := 0
+			for _, p := range series.Points {
+				if p.Damaged {
+					marked++
+				}
+			}
+			if marked == 0 != (len(series.Damaged) == 0) {
+				t.Errorf("%s: series by %s names %d damaged records and marks %d points", site, step, len(series.Damaged), marked)
+			}
+			named = append(named, series.Damaged...)
+		}
+		pages, err := si.Pages(from, to, 10)
+		if err != nil || len(pages.Pages) == 0 {
+			t.Errorf("%s: pages: %v, %d pages", site, err, len(pages.Pages))
+		}
+		if _, err := si.Totals(from, to); err != nil {
+			t.Errorf("%s: totals: %v", site, err)
+		}
+		if _, err := si.Minutes(from, to); err != nil {
+			t.Errorf("%s: minutes: %v", site, err)
+		}
+	}
+	for _, name := range names {
+		if !slices.ContainsFunc(named, func(p string) bool { return strings.Contains(p, name) }) {
+			t.Errorf("no series names %s", name)
+		}
+	}
+	var damage *DamageError
+	if err := s.Damage(); !errors.As(err, &damage) || len(damage.Problems)+damage.More != 20 || damage.Path != path {
+		t.Errorf("Damage = %v, want the 20 records, and the file", err)
+	}
+	s.Close()
+
+	fresh, err := Open(Config{Path: path}, func() time.Time { return t0.Add(7 * 24 * time.Hour) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if err := fresh.Damage(); err != nil {
+		t.Fatalf("Damage before any query or Verify = %v", err)
+	}
+	fresh.Verify(context.Background(), slog.New(slog.DiscardHandler))
+	if err := fresh.Damage(); !errors.As(err, &damage) || len(damage.Problems)+damage.More != 20 {
+		t.Errorf("Damage after Verify = %v, want the 20 records", err)
 	}
 }

@@ -63,3 +63,16 @@ func (s *Store) WatchFile(ctx context.Context, every time.Duration, log *slog.Lo
 		}
 	}
 }
+
+// Damage returns what is known to be damaged in the store's file (a
+// *DamageError, naming the file), or nil: what a guarded read or write
+// found, the values queries met and skipped, and what Verify found. It
+// costs no read of the file.
+func (s *Store) Damage() error {
+	d := s.file.damage.known()
+	if d == nil {
+		return nil
+	}
+	d.Path = s.cfg.Path
+	return d
+}

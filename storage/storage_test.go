@@ -62,7 +62,7 @@ func (s *Store) hours(from, to time.Time) ([]logtally.Bucket, error) {
 		return scan(s.def.bucket(tx, bucketHours), u64(uint64(logtally.FloorDiv(from.Unix(), 3600))),
 			u64(uint64(logtally.FloorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
 				out = append(out, logtally.Bucket{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
-			})
+			}, nil)
 	})
 	return out, err
 }
@@ -73,7 +73,7 @@ func (s *Store) days(from, to time.Time) ([]logtally.Bucket, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return scan(s.def.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(k []byte, r *record) {
 			out = append(out, logtally.Bucket{Time: dayStart(k, s.loc), Counts: r.Counts})
-		})
+		}, nil)
 	})
 	return out, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/status"
+	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 )
 
@@ -92,7 +94,7 @@ func (r *runCmd) start(ctx context.Context) status.Deps {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of the
 	// pipeline without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
-	deps := r.pipeline.statusDeps(status.Deps{Now: r.proc.Now, StoreFile: r.store.FileErr})
+	deps := r.pipeline.statusDeps(status.Deps{Now: r.proc.Now, StoreFile: r.store.FileErr, StoreDamage: r.storeDamage})
 	if len(r.patterns) > 0 {
 		r.tail = tailer.New(r.Tailer, r.patterns, r.store.Position, chunks, tailer.Deps{Logger: r.proc.Logger, Streams: r.store})
 		deps.Files, deps.Following = r.tail.Files, r.follow(ctx)
@@ -105,7 +107,21 @@ func (r *runCmd) start(ctx context.Context) status.Deps {
 	}
 	r.goRead(func() { r.store.RunPruner(ctx, time.Minute, r.proc.Logger) })
 	r.goRead(func() { r.store.WatchFile(ctx, 2*time.Second, r.proc.Logger) }) // logs once if the file is deleted
+	r.goRead(func() { r.store.Verify(ctx, r.proc.Logger) })                   // reads the file once, for damage
 	return deps
+}
+
+// storeDamage is what the status says of damage in the database file.
+func (r *runCmd) storeDamage() (problems []string, recover string) {
+	var damage *storage.DamageError
+	if !errors.As(r.store.Damage(), &damage) {
+		return nil, ""
+	}
+	problems = damage.Problems
+	if damage.More > 0 {
+		problems = append(problems, fmt.Sprintf("and %d more", damage.More))
+	}
+	return problems, storage.DamageFix(r.Store.Path)
 }
 
 // goRead runs f on a goroutine that Close waits for.
