@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // ErrFileGone means the database file was deleted, or replaced by another
@@ -75,4 +78,16 @@ func (s *Store) Damage() error {
 	}
 	d.Path = s.cfg.Path
 	return d
+}
+
+// Backup writes a consistent copy of the store's file to w, as one read
+// transaction sees it (bbolt's tx.WriteTo), while commits go on: a file
+// another logtally may open read-only as it would the file itself. size
+// is called with the copy's length before anything is written.
+func (s *Store) Backup(w io.Writer, size func(n int64)) error {
+	return s.view(func(tx *bolt.Tx) error {
+		size(tx.Size())
+		_, err := tx.WriteTo(w)
+		return err
+	})
 }

@@ -74,27 +74,62 @@ func TestReportOfDaysNotKept(t *testing.T) {
 }
 
 // TestReportWhileRunning: bbolt lets no other process open the file while
-// a running logtally holds it; report waits for the lock, then says so and
-// where else to look.
+// a running logtally holds it; report then reports from a consistent copy
+// that the running logtally's admin API writes, and says so, and prints
+// what it prints from the file. With no logtally answering at --daemon, it
+// says so and where else to look. Before, report could not run while the
+// daemon ran.
 func TestReportWhileRunning(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", archive)
-	daemon, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil) // as run holds it
+	want, err := reportOf(t, "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	holder, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil) // holds it, with no API
 	if err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	_, err = reportOf(t, "--db", db)
-	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "/api/v1/pages?from=DAY&to=DAY") {
-		t.Errorf("report while the file is held: %v, want ErrLocked and where else to look", err)
+	_, err = reportOf(t, "--db", db, "--daemon", "127.0.0.1:1")
+	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "127.0.0.1:1 (--daemon)") ||
+		!strings.Contains(err.Error(), "/api/v1/pages?from=DAY&to=DAY") {
+		t.Errorf("report while the file is held by no API: %v, want ErrLocked, --daemon and where else to look", err)
 	}
 	if waited := time.Since(began); waited < reportLockWait-100*time.Millisecond {
 		t.Errorf("gave up after %s, want %s", waited, reportLockWait)
 	}
-	daemon.Close()
-	if _, err := reportOf(t, "--db", db); err != nil {
-		t.Errorf("report once the file is free: %v", err)
+	holder.Close()
+
+	m := start(t, time.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0")
+	r := NewMain()
+	var out, stderr bytes.Buffer
+	r.Stdout, r.Stderr = &out, &stderr
+	if err := r.ParseFlags([]string{"report", "--db", db, "--daemon", m.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatalf("report while the daemon runs: %v", err)
+	}
+	r.Close()
+	if got := out.String(); got != want {
+		t.Errorf("report from the daemon's copy:\n%s\nwant, as from the file:\n%s", got, want)
+	}
+	if msg := stderr.String(); !strings.Contains(msg, db+" is held by a running logtally: reporting from a consistent copy") ||
+		!strings.Contains(msg, "through its admin API at "+m.Addr()) {
+		t.Errorf("stderr: %q, want it to say the report is of a copy taken through the admin API", msg)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	replayLogs(t, "--db", other, "--tz", "UTC", archive)
+	holder, err = storage.Open(storage.Config{Path: other, TZ: "UTC"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := reportOf(t, "--db", other, "--daemon", m.Addr()); err == nil || !strings.Contains(err.Error(), "the logtally there holds "+db) {
+		t.Errorf("report of a file another logtally holds, asking this one: %v, want a refusal", err)
 	}
 }
 

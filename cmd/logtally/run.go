@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,7 +157,7 @@ func (r *runCmd) follow(ctx context.Context) (stopped func() error) {
 func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 	deps := api.Deps{Snapshot: r.pipeline.Snapshot, Published: r.pipeline.Published, History: r.store, Ready: report.Ready,
 		Status: report.Status, Metrics: report.Registry(), Now: r.proc.Now, Zone: r.store.Location(), Logger: r.proc.Logger,
-		Fleet: r.apiFleet()}
+		Fleet: r.apiFleet(), Backup: r.store.Backup, DB: absPath(r.Store.Path)}
 	sites := apiSites{r.pipeline, r.store, r.matcher}
 	if r.Pipeline.multiSite() {
 		deps.Sites = sites
@@ -217,4 +218,12 @@ func (r *runCmd) Close() error {
 	}
 	errs = append(errs, r.counting.close())
 	return errors.Join(errs...)
+}
+
+// absPath is path made absolute, or path if it cannot be.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
