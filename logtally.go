@@ -44,6 +44,9 @@ type PathCount struct {
 	Path  string
 	Day   int64 // page views on the day asked for
 	Total int64 // all-time page views
+	// Damaged is set when a stored count of the path could not be read,
+	// its file damaged there: Day and Total lack it.
+	Damaged bool
 }
 
 // OtherPath is the path under which page views are counted once a per-path
@@ -176,7 +179,16 @@ type Point struct {
 	Visitors  int64
 	Status    [5]int64 // requests by status class: 1xx, 2xx, 3xx, 4xx, 5xx
 	Bytes     int64    // response bytes sent
+	// Damaged is set when a record of the step could not be read, its
+	// file damaged there: the counts lack it, and are not the step's.
+	Damaged bool
 }
+
+// ErrDamaged means the database file is damaged: what was asked for needs
+// a part of it that cannot be read as it was written. A store says what is
+// damaged in the error, and answers what it can around a damaged record
+// (see Series.Damaged).
+var ErrDamaged = errors.New("database file is damaged")
 
 // Series is the answer to a history query.
 type Series struct {
@@ -187,6 +199,9 @@ type Series struct {
 	// whole under its retention: a point before it is not a count of zero
 	// but a step whose history was pruned or never kept.
 	KeptFrom time.Time
+	// Damaged says which stored records the answer lacks because the file
+	// is damaged there; their points are marked Damaged.
+	Damaged []string
 }
 
 // PageRange is the top pages of a range of history.
@@ -202,6 +217,9 @@ type PageRange struct {
 	// KeptFrom, unless zero, is where the kept history of pages starts: the
 	// range begins before it, and what lies before is not counted.
 	KeptFrom time.Time
+	// Damaged says which stored records the answer lacks because the file
+	// is damaged there; Exact is then false.
+	Damaged []string
 }
 
 // Steps are the series steps a history answers.

@@ -116,6 +116,10 @@ type Deps struct {
 	// Counters, when counters are declared, answers /api/v1/counters,
 	// /api/v1/ratios and /api/v1/series?counter=; nil answers 404 there.
 	Counters Counters
+	// Backup, with DB (the database file's absolute path), answers
+	// /api/v1/backup on the admin listener; nil: no such route.
+	Backup Backup
+	DB     string
 }
 
 // History is the stored data the history endpoints read: a storage.Store,

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/logtally/logtally"
 )
 
 // Code is the kind of an Error: what went wrong, which decides the status
@@ -23,6 +25,7 @@ const (
 	CodeHeadersTooLarge  Code = "headers_too_large"  // 431: past MaxHeaders
 	CodeTooMany          Code = "too_many"           // 429: too many heavy queries at once
 	CodeUnavailable      Code = "unavailable"        // 503: not now; Error.RetryAfter says when
+	CodeDamaged          Code = "damaged"            // 503: the stored history it reads is damaged
 	CodeInternal         Code = "internal"           // 500: a bug, or a store that failed; never shown
 )
 
@@ -45,7 +48,7 @@ func statusOf(code Code) int {
 		return http.StatusRequestHeaderFieldsTooLarge
 	case CodeTooMany:
 		return http.StatusTooManyRequests
-	case CodeUnavailable:
+	case CodeUnavailable, CodeDamaged:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -89,11 +92,22 @@ func unavailable(msg string, retry time.Duration) *Error {
 // internalMessage is all a client learns of an internal error.
 const internalMessage = "internal error"
 
+// damagedMessage is what a client learns of a store's damaged file: not
+// where it is, nor what of it is damaged, which the status tells the
+// operator.
+const damagedMessage = "the stored history this answer reads is damaged: the operator finds what, and how to recover, in /api/v1/status"
+
 // asError returns err as an *Error: itself, or, for an error the API did
-// not make, an internal one that carries it.
+// not make, a damaged one for logtally.ErrDamaged (a store whose file
+// is damaged where no answer can be made around it), else an internal one
+// that carries it.
 func asError(err error) *Error {
 	var e *Error
-	if !errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e):
+	case errors.Is(err, logtally.ErrDamaged):
+		e = &Error{Code: CodeDamaged, Message: damagedMessage, Err: err}
+	default:
 		e = &Error{Code: CodeInternal, Err: err}
 	}
 	return e

@@ -28,6 +28,9 @@ type SeriesBody struct {
 	KeptFrom time.Time     `json:"kept_from,omitzero"`
 	Points   []SeriesPoint `json:"points"`
 	AsOf     time.Time     `json:"as_of,omitzero"` // see Stats.AsOf
+	// Damaged names the stored records the answer lacks because the
+	// database file is damaged there; their points have null counts.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // SeriesPoint is one step of a SeriesBody. A step before kept_from, whose
@@ -147,13 +150,15 @@ func (s *Server) historySeries(w http.ResponseWriter, r *request, src source) er
 // seriesBody is the body of a series answer.
 func seriesBody(from, to time.Time, res logtally.Series) SeriesBody {
 	body := SeriesBody{From: from.UTC(), To: to.UTC(), StepSeconds: int64(res.Step / time.Second),
-		ApproximateVisitors: res.Approximate, KeptFrom: res.KeptFrom.UTC(), Points: make([]SeriesPoint, len(res.Points))}
+		ApproximateVisitors: res.Approximate, KeptFrom: res.KeptFrom.UTC(), Points: make([]SeriesPoint, len(res.Points)),
+		Damaged: res.Damaged}
 	if res.KeptFrom.IsZero() {
 		body.KeptFrom = time.Time{}
 	}
 	for i, p := range res.Points {
 		st := p.Status
-		body.Points[i] = SeriesPoint{T: p.Time.UTC(), Held: res.KeptFrom.IsZero() || !p.Time.Before(res.KeptFrom),
+		held := (res.KeptFrom.IsZero() || !p.Time.Before(res.KeptFrom)) && !p.Damaged
+		body.Points[i] = SeriesPoint{T: p.Time.UTC(), Held: held,
 			Requests: p.Requests, PageViews: p.PageViews, Visitors: p.Visitors,
 			Status: StatusClasses{st[0], st[1], st[2], st[3], st[4]}, Bytes: p.Bytes}
 	}
@@ -172,6 +177,9 @@ type PageCounts struct {
 	WindowPageViews int64  `json:"window_pageviews"`
 	TodayPageViews  int64  `json:"today_pageviews"`
 	TotalPageViews  int64  `json:"total_pageviews"`
+	// Damaged is set when a stored count of the path could not be read,
+	// the database file damaged there: today's and the total lack it.
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 // countPaths reads the path parameters of /api/v1/pages/count.
@@ -217,7 +225,8 @@ func (s *Server) pageCounts(w http.ResponseWriter, r *request) error {
 	body := CountsBody{Pages: make([]PageCounts, len(counts)), AsOf: c.asOf}
 	for i, pc := range counts {
 		live, _ := c.snap.PathViews(pc.Path)
-		body.Pages[i] = PageCounts{Path: pc.Path, WindowPageViews: live, TodayPageViews: pc.Day, TotalPageViews: pc.Total}
+		body.Pages[i] = PageCounts{Path: pc.Path, WindowPageViews: live, TodayPageViews: pc.Day, TotalPageViews: pc.Total,
+			Damaged: pc.Damaged}
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil
@@ -283,6 +292,9 @@ type PagesRange struct {
 	// Other is the page views of minutes' pages past the top pages each
 	// minute keeps.
 	Other int64 `json:"other"`
+	// Damaged names the stored records the answer lacks because the
+	// database file is damaged there.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // pagesRange reads the from and to of a range of pages (at most
@@ -319,7 +331,8 @@ func (s *Server) historyPages(w http.ResponseWriter, r *request, src source, lim
 	if err != nil {
 		return src.historyError(err)
 	}
-	body := PagesRange{From: from.UTC(), To: to.UTC(), Exact: res.Exact, Pages: res.Pages, Other: res.Other}
+	body := PagesRange{From: from.UTC(), To: to.UTC(), Exact: res.Exact, Pages: res.Pages, Other: res.Other,
+		Damaged: res.Damaged}
 	if !res.KeptFrom.IsZero() {
 		body.KeptFrom = res.KeptFrom.UTC()
 	}

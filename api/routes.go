@@ -68,6 +68,9 @@ func (s *Server) routes() {
 		s.deps.Metrics.MustRegister(s.metrics)
 		endpoints = append(endpoints, endpoint{path: "/metrics", h: metricsHandler(s.deps.Metrics)})
 	}
+	if s.deps.Backup != nil {
+		endpoints = append(endpoints, endpoint{path: "/api/v1/backup", h: s.backup})
+	}
 	if s.cfg.Dashboard {
 		endpoints = append(endpoints, dashboard()...)
 	}

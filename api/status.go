@@ -52,9 +52,15 @@ type RejectedSample struct {
 
 // StoreStatus is the database's state.
 type StoreStatus struct {
-	Path       string    `json:"path"`
-	State      string    `json:"state"` // "ok" or "failing"
-	Error      string    `json:"error,omitempty"`
+	Path string `json:"path"`
+	// State is "ok", "failing" (commits fail, or the file is gone: see
+	// Error) or "damaged" (see Damage).
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Damage is what is known to be damaged in the file, and Recover how
+	// to recover from it; absent while nothing is.
+	Damage     []string  `json:"damage,omitempty"`
+	Recover    string    `json:"recover,omitempty"`
 	Commits    int64     `json:"commits"`
 	LastCommit time.Time `json:"last_commit,omitzero"` // absent before the first commit
 }

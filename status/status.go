@@ -49,6 +49,10 @@ type Deps struct {
 	// StoreFile reports why the database file can no longer be used (it
 	// was deleted or replaced while open), or nil; nil when not checked.
 	StoreFile func() error
+	// StoreDamage returns what is known to be damaged in the database
+	// file, and how to recover; no problems while nothing is. nil: not
+	// known.
+	StoreDamage func() (problems []string, recover string)
 	// Fleet returns fleet mode's figures (fleet.Node.Stats); nil without
 	// fleet mode.
 	Fleet func() fleet.NodeStats
@@ -130,6 +134,14 @@ func (r *Report) Status() api.Status {
 	} else if r.deps.StoreFile != nil {
 		if err := r.deps.StoreFile(); err != nil {
 			st.Store.State, st.Store.Error = "failing", err.Error()
+		}
+	}
+	if r.deps.StoreDamage != nil {
+		if problems, recover := r.deps.StoreDamage(); len(problems) > 0 {
+			st.Store.Damage, st.Store.Recover = problems, recover
+			if st.Store.State == "ok" {
+				st.Store.State = "damaged"
+			}
 		}
 	}
 	if r.deps.Files != nil {

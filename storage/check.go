@@ -1,17 +1,22 @@
 package storage
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/logtally/logtally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -20,10 +25,13 @@ var (
 	// read as bbolt wrote it, or bbolt's consistency check found its pages
 	// inconsistent. Check finds it in any page; Open refuses a file damaged
 	// in what it reads (see preflight.go), rather than crash there.
-	ErrDamaged = errors.New("database file is damaged")
+	ErrDamaged = logtally.ErrDamaged
 	// ErrLocked means another process has the database file open: bbolt
 	// locks the file (flock) for the one process that writes it.
 	ErrLocked = errors.New("database file is in use by another process")
+	// ErrForeign means the file is a bbolt database that logtally did not
+	// write: another program's. It is refused untouched.
+	ErrForeign = errors.New("not a logtally database")
 )
 
 // DamageError says what is damaged in a database file.
@@ -75,10 +83,10 @@ func Check(path string) error {
 // returns a *DamageError that says what is damaged, nil if nothing is, or
 // why it could not tell.
 func findDamage(db *bolt.DB, path string, size int64) error {
-	problems, err := check(db, size)
+	problems, more, err := check(db, size)
 	if len(problems) > 0 {
 		return &DamageError{Path: path, Problems: problems[:min(len(problems), maxProblems)],
-			More: max(len(problems)-maxProblems, 0)}
+			More: max(len(problems)-maxProblems, 0) + more}
 	}
 	return err
 }
@@ -112,6 +120,49 @@ func (s *Store) guarded(f func() error) (err error) {
 type damageMemo struct {
 	mu    sync.Mutex
 	found error // a *DamageError, once one is found
+	// records are the damaged values that queries met and skipped, or
+	// Verify found: at most maxProblems, and how many more.
+	records []string
+	more    int
+	seen    map[string]bool // every value noted, up to maxCollected
+}
+
+// note remembers a damaged value that a query skipped.
+func (m *damageMemo) note(problem string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[problem] {
+		return
+	}
+	if m.seen == nil {
+		m.seen = make(map[string]bool)
+	}
+	if len(m.seen) < maxCollected {
+		m.seen[problem] = true
+	}
+	if len(m.records) < maxProblems {
+		m.records = append(m.records, problem)
+	} else {
+		m.more++
+	}
+}
+
+// known returns what is known to be damaged: the damage a guarded read or
+// write found, then the values queries skipped; nil if nothing is.
+func (m *damageMemo) known() *DamageError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var d DamageError
+	if found, ok := m.found.(*DamageError); ok {
+		d = *found
+		d.Problems = slices.Clone(found.Problems)
+	}
+	d.Problems = append(d.Problems, m.records...)
+	d.More += m.more
+	if len(d.Problems) == 0 {
+		return nil
+	}
+	return &d
 }
 
 // find returns the damage of db, the file at path: the remembered one, or
@@ -143,64 +194,142 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 	return s.guarded(func() error { return s.db.Update(fn) })
 }
 
-// check reads every key and value of every bucket of db, and then, if that
-// went well, runs bbolt's consistency check, and returns what is wrong.
+// check reads every key and value of every bucket of db, decoding every
+// value it knows (see verify.go), and then, if that went well, runs bbolt's
+// consistency check, and returns what is wrong: at most maxCollected
+// problems, and how many more it found.
 //
 // Reading comes first, under guard, because tx.Check runs on a goroutine of
 // its own: a damaged page that points outside the file would fault there,
 // which no recover can catch, and crash the program. Every page that
 // tx.Check reads, the walk has read already without a fault.
-func check(db *bolt.DB, size int64) (problems []string, err error) {
+func check(db *bolt.DB, size int64) (problems []string, more int, err error) {
 	var need int64
 	if err := db.View(func(tx *bolt.Tx) error { need = tx.Size(); return nil }); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if size < need {
-		return []string{cutShort(size, need)}, nil
+		return []string{cutShort(size, need)}, 0, nil
 	}
-	roots := make(map[uint64]string) // bucket root page -> bucket
+	w := walk{roots: make(map[uint64]string)}
+	if err := w.all(db); err != nil {
+		return nil, 0, err
+	}
+	if len(w.problems) > 0 {
+		return w.problems, w.more, nil
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			w.add(inBucket(err.Error(), w.roots))
+		}
+		return nil
+	})
+	return w.problems, w.more, err
+}
+
+// Verify reads and decodes every value of the store's file once, as Check
+// does (without bbolt's consistency check, which wants the file to
+// itself), while the store serves: so that damage that no query has met
+// yet shows in Damage, and in the log, once, with the fix. It returns
+// when it is done, or early when ctx is.
+func (s *Store) Verify(ctx context.Context, log *slog.Logger) {
+	w := walk{ctx: ctx}
+	err := s.guarded(func() error { return w.all(s.db) })
+	if err != nil && ctx.Err() == nil {
+		log.Warn("could not read the whole database file to look for damage", "db", s.cfg.Path, "err", err)
+	}
+	for _, p := range w.problems {
+		s.file.damage.note(p)
+	}
+	if damage := s.Damage(); damage != nil {
+		log.Error("database file is damaged: queries leave out what they cannot read, and say so",
+			"db", s.cfg.Path, "err", damage, "fix", DamageFix(s.cfg.Path))
+	}
+}
+
+// DamageFix is what to do about a damaged file at path.
+func DamageFix(path string) string {
+	return "stop logtally and run 'logtally check --db " + path + "', which lists what is damaged; then restore " +
+		path + " from a backup, or move it aside and replay the logs you still have into a new file"
+}
+
+// maxCollected is the most problems a check keeps: a file damaged all
+// over has more than anyone reads.
+const maxCollected = 1000
+
+// walk reads every bucket of a file, one read transaction a bucket, and
+// collects what is damaged.
+type walk struct {
+	ctx      context.Context   // the walk stops early once it is done; nil: never
+	roots    map[uint64]string // bucket root page -> bucket; nil: not wanted
+	problems []string
+	more     int // problems past maxCollected
+}
+
+func (w *walk) add(problem string) {
+	if len(w.problems) == maxCollected {
+		w.more++
+		return
+	}
+	w.problems = append(w.problems, problem)
+}
+
+// all walks every bucket, breadth first from the root.
+func (w *walk) all(db *bolt.DB) error {
 	for queue := [][][]byte{nil}; len(queue) > 0; queue = queue[1:] {
+		if w.ctx != nil && w.ctx.Err() != nil {
+			return w.ctx.Err()
+		}
 		path := queue[0]
+		var nested [][]byte
 		err := guard(func() error {
 			return db.View(func(tx *bolt.Tx) error {
-				c := tx.Cursor()
-				if len(path) > 0 {
-					b := tx.Bucket(path[0])
-					for _, name := range path[1:] {
-						b = b.Bucket(name)
-					}
-					roots[uint64(b.Root())] = bucketName(path)
-					c = b.Cursor()
-				}
-				var read byte
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					read ^= touch(k)
-					if v == nil {
-						queue = append(queue, append(path[:len(path):len(path)], append([]byte(nil), k...)))
-					}
-					read ^= touch(v)
-				}
-				sink.Store(uint32(read))
+				w.bucket(tx, path, &nested)
 				return nil
 			})
 		})
 		var damage *DamageError
 		if errors.As(err, &damage) {
-			problems = append(problems, describe(path)+": "+damage.Problems[0])
+			w.add(describe(path) + ": " + damage.Problems[0])
 		} else if err != nil {
-			return nil, err
+			return err
+		}
+		for _, name := range nested {
+			queue = append(queue, append(path[:len(path):len(path)], name))
 		}
 	}
-	if len(problems) > 0 {
-		return problems, nil
-	}
-	err = db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			problems = append(problems, inBucket(err.Error(), roots))
+	return nil
+}
+
+// bucket reads every key and value of the bucket at path, checking every
+// value it knows, and adds the names of the buckets it holds to nested as
+// it meets them: those met before a damaged page are walked still.
+func (w *walk) bucket(tx *bolt.Tx, path [][]byte, nested *[][]byte) {
+	c := tx.Cursor()
+	name := bucketName(path)
+	if len(path) > 0 {
+		b := tx.Bucket(path[0])
+		for _, name := range path[1:] {
+			b = b.Bucket(name)
 		}
-		return nil
-	})
-	return problems, err
+		if w.roots != nil {
+			w.roots[uint64(b.Root())] = name
+		}
+		c = b.Cursor()
+	}
+	var read byte
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		read ^= touch(k)
+		if v == nil {
+			*nested = append(*nested, bytes.Clone(k))
+			continue
+		}
+		read ^= touch(v)
+		if err := checkValue(name, k, v); err != nil {
+			w.add(describe(path) + ", " + keyName(name, k) + ": " + err.Error())
+		}
+	}
+	sink.Store(uint32(read))
 }
 
 // sink keeps touch's reads from being optimised away; several walks may

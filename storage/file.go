@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // ErrFileGone means the database file was deleted, or replaced by another
@@ -62,4 +65,29 @@ func (s *Store) WatchFile(ctx context.Context, every time.Duration, log *slog.Lo
 			return // once: the file does not come back
 		}
 	}
+}
+
+// Damage returns what is known to be damaged in the store's file (a
+// *DamageError, naming the file), or nil: what a guarded read or write
+// found, the values queries met and skipped, and what Verify found. It
+// costs no read of the file.
+func (s *Store) Damage() error {
+	d := s.file.damage.known()
+	if d == nil {
+		return nil
+	}
+	d.Path = s.cfg.Path
+	return d
+}
+
+// Backup writes a consistent copy of the store's file to w, as one read
+// transaction sees it (bbolt's tx.WriteTo), while commits go on: a file
+// another logtally may open read-only as it would the file itself. size
+// is called with the copy's length before anything is written.
+func (s *Store) Backup(w io.Writer, size func(n int64)) error {
+	return s.view(func(tx *bolt.Tx) error {
+		size(tx.Size())
+		_, err := tx.WriteTo(w)
+		return err
+	})
 }

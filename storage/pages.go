@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
 	"time"
 
@@ -39,7 +38,7 @@ func (s *Site) Pages(from, to time.Time, limit int) (logtally.PageRange, error) 
 	if err != nil {
 		return out, err
 	}
-	out.Exact = out.Exact && out.Other == 0
+	out.Exact = out.Exact && out.Other == 0 && len(out.Damaged) == 0
 	out.Pages = make([]logtally.PageCount, 0, len(counts))
 	for p, n := range counts {
 		out.Pages = append(out.Pages, logtally.PageCount{Path: p, PageViews: n})
@@ -59,9 +58,7 @@ func (s *Site) addDays(tx *bolt.Tx, days []uint32, counts map[string]int64, out 
 			cutAt(out, s.dayTime(dayBytes(floor)))
 			continue
 		}
-		if err := addDayPaths(dpb, day, counts); err != nil {
-			return err
-		}
+		addDayPaths(dpb, day, counts, s.skipInto(bucketDayPaths, &out.Damaged))
 	}
 	return nil
 }
@@ -90,7 +87,7 @@ func (s *Site) addMinutes(tx *bolt.Tx, lo, hi time.Time, days []uint32, counts m
 				counts[pc.Path] += pc.PageViews
 			}
 			out.Other += r.Other
-		})
+		}, s.skipInto(bucketMinutes, &out.Damaged))
 		if err != nil {
 			return err
 		}
@@ -146,18 +143,21 @@ func (s *Site) daysFrom(tx *bolt.Tx) uint32 {
 	return floor
 }
 
-// addDayPaths adds every path count of a day's shards to counts.
-func addDayPaths(dpb *bolt.Bucket, day uint32, counts map[string]int64) error {
+// addDayPaths adds every path count of a day's shards to counts; a shard
+// that cannot be decoded is passed to skip, and counts nothing.
+func addDayPaths(dpb *bolt.Bucket, day uint32, counts map[string]int64, skip func(k []byte, err error)) {
 	prefix := dayBytes(day)
 	c := dpb.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		d := decoder{b: v}
-		d.pathList(func(p []byte, n int64) { counts[string(p)] += n })
-		if d.err != nil || len(d.b) != 0 {
-			return fmt.Errorf("path shard %x: %w", k, ErrCorrupt)
+		entries, err := decodeShard(v)
+		if err != nil {
+			skip(k, err)
+			continue
+		}
+		for _, e := range entries {
+			counts[e.Path] += e.PageViews
 		}
 	}
-	return nil
 }
 
 // pathsView runs fn in a read transaction whose file the path log's
@@ -193,7 +193,8 @@ func (s *Site) pathsTry(inStep func(tx *bolt.Tx) bool, fn func(tx *bolt.Tx) erro
 // day of to (in the store's zone). Its visitors are the sum of the days'
 // visitors: a visitor is an address within one day, hashed with that
 // day's key (see package keyring), so one who came on several days counts
-// once a day, and nothing can tell that it was one person.
+// once a day, and nothing can tell that it was one person. A damaged day
+// is left out, as Series(24h) leaves it out, which names it.
 func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 	var total logtally.Counts
 	err := s.st.view(func(tx *bolt.Tx) error {
@@ -207,7 +208,7 @@ func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 			}
 			total.Visitors += r.Visitors
 			total.Approximate = total.Approximate || r.Visitors > 0
-		})
+		}, func(k []byte, err error) { s.damaged(bucketDays, k, err) })
 	})
 	return total, err
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,6 +41,10 @@ func openFile(path string, readOnly bool) (*bolt.DB, os.FileInfo, error) {
 		}}
 	if problems := preflight(path); len(problems) > 0 && !lockedByOther(path) {
 		return nil, nil, &DamageError{Path: path, Problems: problems}
+	}
+	if foreign := foreignBuckets(path); len(foreign) > 0 {
+		return nil, nil, fmt.Errorf("open %s: %w: it holds %s, buckets that logtally never writes: "+
+			"it is another program's bbolt file", path, ErrForeign, strings.Join(foreign, ", "))
 	}
 	var db *bolt.DB
 	err := guard(func() (err error) {
@@ -78,6 +84,8 @@ const (
 	metaMagic        = 0xED0CDAED
 	metaVersion      = 2
 	freelistPageFlag = 0x10
+	leafPageFlag     = 0x02
+	leafElementSize  = 16 // flags, pos, ksize, vsize: uint32 each
 	noFreelist       = ^uint64(0)
 )
 
@@ -186,4 +194,53 @@ func checkFreelist(f *os.File, freelist, pages uint64, pageSize int64) string {
 		}
 	}
 	return ""
+}
+
+// rootBuckets are the buckets at the root of a logtally file: a bbolt file
+// holding another is another program's.
+var rootBuckets = map[string]bool{string(bucketMeta): true, string(bucketPositions): true, string(bucketSites): true}
+
+// foreignBuckets returns the buckets at the root of the bbolt file at path
+// that logtally never writes there, or nil: it reads the root bucket's
+// page as bbolt lays it out, before bbolt opens the file for writing, which
+// may write to it (bbolt writes a free list that the file lacks), so that
+// another program's file is refused untouched. It says nothing of what it
+// cannot read, which opening reports.
+func foreignBuckets(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	meta, pageSize := readMeta(f)
+	if meta == nil || pageSize < 1024 {
+		return nil
+	}
+	root := le.Uint64(meta[16:])
+	h := readAt(f, int64(root)*pageSize, pageHeaderSize)
+	if h == nil {
+		return nil
+	}
+	if le.Uint16(h[8:]) != leafPageFlag {
+		// A branch: more buckets than fit a page, which logtally never has.
+		return []string{"(more than a page of buckets)"}
+	}
+	count := int(le.Uint16(h[10:]))
+	page := readAt(f, int64(root)*pageSize, int(pageSize)*(1+int(le.Uint32(h[12:]))))
+	var foreign []string
+	for i := range count {
+		elem := pageHeaderSize + i*leafElementSize
+		if elem+leafElementSize > len(page) {
+			return nil
+		}
+		pos, ksize := int(le.Uint32(page[elem+4:])), int(le.Uint32(page[elem+8:]))
+		if elem+pos+ksize > len(page) {
+			return nil
+		}
+		name := string(page[elem+pos : elem+pos+ksize])
+		if !rootBuckets[name] {
+			foreign = append(foreign, strconv.QuoteToGraphic(name))
+		}
+	}
+	return foreign
 }

@@ -10,29 +10,52 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Minutes returns the stored minutes in [from, to], oldest first.
+// Minutes returns the stored minutes in [from, to], oldest first, but for
+// those that are damaged (see Damage).
 func (s *Site) Minutes(from, to time.Time) ([]logtally.Bucket, error) {
 	var out []logtally.Bucket
 	err := s.st.view(func(tx *bolt.Tx) error {
 		return scan(s.bucket(tx, bucketMinutes), minuteKey(from), minuteKey(to), false,
 			func(k []byte, r *record) {
 				out = append(out, logtally.Bucket{Time: minuteTime(k), Counts: r.Counts})
-			})
+			}, func(k []byte, err error) { s.damaged(bucketMinutes, k, err) })
 	})
 	return out, err
 }
 
-// scan decodes the records with keys in [lo, hi] in key order.
-func scan(b *bolt.Bucket, lo, hi []byte, withSketch bool, fn func(k []byte, r *record)) error {
+// scan decodes the records with keys in [lo, hi] in key order. A record
+// that cannot be decoded is passed to skip, and the scan goes on; with a
+// nil skip, it is an error.
+func scan(b *bolt.Bucket, lo, hi []byte, withSketch bool, fn func(k []byte, r *record), skip func(k []byte, err error)) error {
 	c := b.Cursor()
 	for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
 		var r record
 		if err := r.decode(v, withSketch); err != nil {
-			return fmt.Errorf("key %x: %w", k, err)
+			if skip == nil {
+				return fmt.Errorf("key %x: %w", k, err)
+			}
+			skip(k, err)
+			continue
 		}
 		fn(k, &r)
 	}
 	return nil
+}
+
+// damaged names a value of one of the site's buckets under key that cannot
+// be decoded (err), as Check names it, and remembers it for Damage: a
+// query skips it and says so, rather than fail whole.
+func (s *Site) damaged(bucket, key []byte, err error) string {
+	path := [][]byte{bucketSites, s.key, bucket}
+	problem := describe(path) + ", " + keyName(bucketName(path), key) + ": " + err.Error()
+	s.st.file.damage.note(problem)
+	return problem
+}
+
+// skipInto returns a scan's skip that names each damaged record of bucket
+// in *names.
+func (s *Site) skipInto(bucket []byte, names *[]string) func(k []byte, err error) {
+	return func(k []byte, err error) { *names = append(*names, s.damaged(bucket, k, err)) }
 }
 
 // Last returns the start of the newest stored minute, and whether there is one.
@@ -52,7 +75,9 @@ func (s *Site) Last() (t time.Time, ok bool, err error) {
 // 1d from days in the store's zone. Visitors per point are the distinct
 // visitors within that step: exact for a one-minute step unless the minute
 // says otherwise, estimated by merging sketches for longer steps. KeptFrom
-// says from which step on the retention holds everything.
+// says from which step on the retention holds everything. A damaged
+// record is left out, its step marked Damaged and the record named in
+// Damaged.
 func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, error) {
 	out := logtally.Series{Step: step}
 	if to.Before(from) {
@@ -71,7 +96,9 @@ func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 		if t, ok := s.keptFromStep(tx, step); ok {
 			out.KeptFrom = t
 		}
-		return src.fill(s.bucket(tx, src.bucket), starts, &out)
+		return src.fill(s.bucket(tx, src.bucket), starts, &out, func(k []byte, err error) {
+			out.Damaged = append(out.Damaged, s.damaged(src.bucket, k, err))
+		})
 	})
 	if err != nil {
 		return logtally.Series{Step: step}, err
@@ -132,19 +159,25 @@ func (s *Site) seriesSource(step time.Duration, first, to time.Time) seriesSourc
 
 // fill adds the records of b in the source's range to the points of out,
 // whose steps start at starts.
-func (src seriesSource) fill(b *bolt.Bucket, starts []time.Time, out *logtally.Series) error {
+// A record that cannot be decoded is passed to skip, its point marked
+// damaged.
+func (src seriesSource) fill(b *bolt.Bucket, starts []time.Time, out *logtally.Series, skip func(k []byte, err error)) error {
 	index := func(t time.Time) int { // the last step starting at or before t
 		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
 	}
 	visitors := stepVisitors{at: -1}
 	c := b.Cursor()
 	for k, v := c.Seek(src.lo); k != nil && bytes.Compare(k, src.hi) <= 0; k, v = c.Next() {
+		i := index(src.keyTime(k))
 		var r record
 		sk, err := r.decodeCounts(v)
 		if err != nil {
-			return fmt.Errorf("key %x: %w", k, err)
+			skip(k, err)
+			if i >= 0 {
+				out.Points[i].Damaged = true
+			}
+			continue
 		}
-		i := index(src.keyTime(k))
 		if i < 0 {
 			continue
 		}
@@ -243,27 +276,25 @@ func (s *Site) addPending(tx *bolt.Tx, paths []string, day, folded uint32, out [
 
 // addShards adds to out the page views that the shards hold of paths (by
 // index): all-time, on the days not folded into it yet, and on the day dk.
+// A shard that cannot be decoded counts nothing, and marks the paths it
+// holds Damaged.
 func (s *Site) addShards(tx *bolt.Tx, paths []string, dk []byte, folded uint32, out []logtally.PathCount) error {
 	pb, dpb := s.bucket(tx, bucketPaths), s.bucket(tx, bucketDayPaths)
 	unfolded := unfoldedDays(dpb, folded)
 	for i, p := range paths {
-		n, err := lookupShard(pb, allTimePrefix, p)
-		if err != nil {
-			return err
-		}
-		out[i].Total += n
-		for _, d := range unfolded {
-			n, err := lookupShard(dpb, d, p)
+		look := func(b *bolt.Bucket, bucket, prefix []byte) int64 {
+			n, err := lookupShard(b, prefix, p)
 			if err != nil {
-				return err
+				s.damaged(bucket, shardKey(prefix, shardOf(p)), err)
+				out[i].Damaged = true
 			}
-			out[i].Total += n
+			return n
 		}
-		n, err = lookupShard(dpb, dk, p)
-		if err != nil {
-			return err
+		out[i].Total += look(pb, bucketPaths, allTimePrefix)
+		for _, d := range unfolded {
+			out[i].Total += look(dpb, bucketDayPaths, d)
 		}
-		out[i].Day += n
+		out[i].Day += look(dpb, bucketDayPaths, dk)
 	}
 	return nil
 }
@@ -283,7 +314,8 @@ func unfoldedDays(dpb *bolt.Bucket, folded uint32) [][]byte {
 	return days
 }
 
-// WindowSeconds returns the stored live-window seconds in [from, to].
+// WindowSeconds returns the stored live-window seconds in [from, to], but
+// for those that are damaged (see Damage).
 func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 	var out []logtally.Second
 	err := s.st.view(func(tx *bolt.Tx) error {
@@ -292,7 +324,8 @@ func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 		for k, v := c.Seek(u64(uint64(from))); k != nil && bytes.Compare(k, hi) <= 0; k, v = c.Next() {
 			var sec second
 			if err := sec.decode(v); err != nil {
-				return fmt.Errorf("second %x: %w", k, err)
+				s.damaged(bucketSeconds, k, err) // the window is restored without it
+				continue
 			}
 			out = append(out, logtally.Second{Time: int64(uint64Key(k)), Requests: sec.Requests,
 				PageViews: sec.PageViews, Visitors: sec.Visitors, Paths: sec.Paths, PathVisitors: sec.Pairs})
@@ -303,7 +336,7 @@ func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 }
 
 // MinuteVisitors returns the exact visitor set stored for a minute, if it is
-// still kept.
+// still kept and not damaged (see Damage).
 func (s *Site) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err error) {
 	err = s.st.view(func(tx *bolt.Tx) error {
 		v := s.bucket(tx, bucketVisitors).Get(minuteKey(minute))
@@ -311,8 +344,12 @@ func (s *Site) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err erro
 			return nil
 		}
 		set, err = decodeHashes(v)
-		ok = err == nil
-		return err
+		if err != nil {
+			s.damaged(bucketVisitors, minuteKey(minute), err) // as if no longer kept
+			return nil
+		}
+		ok = true
+		return nil
 	})
 	return set, ok, err
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
@@ -12,8 +13,22 @@ import (
 )
 
 // recordEncoding is the version byte that starts every stored minute, hour
-// and day. A reader refuses any other value rather than guess.
-const recordEncoding = 1
+// and day. A reader refuses any other value rather than guess. Encoding 2
+// is encoding 1 followed by a checksum of everything before it: a byte of
+// a count or of a sketch changed on disk still decodes, and only the sum
+// tells (see Check). Records of encoding 1, written before schema 5, are
+// read as they are, unchecked, until a commit rewrites them.
+const (
+	recordEncoding = 2
+	recordUnsummed = 1
+	recordSumSize  = 4
+	secondEncoding = 1 // the version byte of a stored second (see second.go)
+)
+
+// castagnoli is the table of the records' checksum, CRC-32C: computed in
+// hardware on the machines logtally runs on, and sure to catch any change
+// of up to 32 bits in a row.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // record is a stored value: the counts and the visitor sketch that lets
 // minutes merge into hours and days.
@@ -142,7 +157,8 @@ func quickselect[T any](s []T, k int, cmp func(a, b T) int) {
 // encode lays a record out as: version; uvarint flags (bit 0: approximate);
 // uvarint requests, page views, visitors, bytes, rejected; five uvarint
 // status classes; uvarint n and n x (uvarint length, path, uvarint views)
-// top pages; uvarint other; uvarint length and the sketch's binary form.
+// top pages; uvarint other; uvarint length and the sketch's binary form;
+// the CRC-32C of all of that, 4 bytes big-endian.
 func (r *record) encode() ([]byte, error) {
 	b := make([]byte, 0, 64+pathListSize(r.Top))
 	b = append(b, recordEncoding)
@@ -160,14 +176,35 @@ func (r *record) encode() ([]byte, error) {
 	b = appendPathList(b, r.Top)
 	b = binary.AppendUvarint(b, uint64(r.Other))
 	if r.hll == nil {
-		return binary.AppendUvarint(b, 0), nil
+		return appendSum(binary.AppendUvarint(b, 0)), nil
 	}
 	sk, err := r.hll.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
 	b = binary.AppendUvarint(b, uint64(len(sk)))
-	return append(b, sk...), nil
+	return appendSum(append(b, sk...)), nil
+}
+
+// appendSum appends to an encoded record its checksum.
+func appendSum(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// unsummed returns the fields of an encoded record, its version byte and
+// checksum cut off once the checksum is found right.
+func unsummed(b []byte) ([]byte, error) {
+	switch {
+	case len(b) > 0 && b[0] == recordUnsummed:
+		return b[1:], nil
+	case len(b) < 1+recordSumSize || b[0] != recordEncoding:
+		return nil, fmt.Errorf("record version: %w", ErrCorrupt)
+	}
+	body, sum := b[:len(b)-recordSumSize], binary.BigEndian.Uint32(b[len(b)-recordSumSize:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, fmt.Errorf("record checksum: %w", ErrCorrupt)
+	}
+	return body[1:], nil
 }
 
 // decode reads an encoded record. Nothing in r aliases b.
@@ -198,10 +235,11 @@ func (r *record) decodeCounts(b []byte) (sketch []byte, err error) {
 // decodeFields reads the fields of an encoded record, the top pages only
 // if top, and returns the sketch's binary form, which aliases b.
 func (r *record) decodeFields(b []byte, top bool) (sketch []byte, err error) {
-	if len(b) == 0 || b[0] != recordEncoding {
-		return nil, fmt.Errorf("record version: %w", ErrCorrupt)
+	fields, err := unsummed(b)
+	if err != nil {
+		return nil, err
 	}
-	d := decoder{b: b[1:]}
+	d := decoder{b: fields}
 	flags := d.uvarint()
 	r.Approximate = flags&1 != 0
 	r.Requests, r.PageViews, r.Visitors = int64(d.uvarint()), int64(d.uvarint()), int64(d.uvarint())

@@ -28,14 +28,14 @@ func (s *Store) dropSalts(tx *bolt.Tx) error {
 		if err := meta.Delete(k); err != nil {
 			return err
 		}
-		s.saltDropped = true
+		s.upgraded.saltDropped = true
 	}
 	return nil
 }
 
 // SaltDropped reports whether Open destroyed the visitor-hash salt of a
 // file written by an older logtally.
-func (s *Store) SaltDropped() bool { return s.saltDropped }
+func (s *Store) SaltDropped() bool { return s.upgraded.saltDropped }
 
 // freelistPage is the flag of bbolt's free-list pages in a page header
 // (the uint16 at offset 8).
@@ -50,7 +50,7 @@ const freelistPage = 0x10
 // only. It runs inside Open, before anything else uses the file, so no
 // transaction can read a page it overwrites.
 func (s *Store) scrubSalts() error {
-	if !s.saltDropped {
+	if !s.upgraded.saltDropped {
 		return nil
 	}
 	for range 2 {

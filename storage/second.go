@@ -80,7 +80,7 @@ func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths 
 		}
 	}
 	b := a.alloc(size)
-	b = append(b, recordEncoding)
+	b = append(b, secondEncoding)
 	b = binary.AppendUvarint(b, uint64(requests))
 	b = binary.AppendUvarint(b, uint64(pageviews))
 	b = binary.AppendUvarint(b, uint64(len(visitors)))
@@ -104,7 +104,7 @@ func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths 
 }
 
 func (v *second) decode(b []byte) error {
-	if len(b) == 0 || b[0] != recordEncoding {
+	if len(b) == 0 || b[0] != secondEncoding {
 		return fmt.Errorf("second version: %w", ErrCorrupt)
 	}
 	d := decoder{b: b[1:]}

@@ -41,7 +41,12 @@ import (
 // the stored retention keeps. Version 4 holds no visitor-hash salt:
 // visitors are hashed with keys of their day kept outside the file (see
 // package keyring), and Open destroys an older file's salt (see salt.go).
-const SchemaVersion = 4
+// Version 5 writes minutes, hours and days with a checksum (record
+// encoding 2, see record.go) and stores the zone days are cut in (see
+// zone.go); a version 4 program would take a checksummed record for a
+// damaged one, so it refuses the file instead. Open upgrades a version 4
+// file by writing the version: its records are read as they are.
+const SchemaVersion = 5
 
 var (
 	// ErrSchema means the file was written by an incompatible version of
@@ -56,7 +61,8 @@ var (
 type Config struct {
 	Path string // database file
 	// TZ names the zone that days follow, as time.LoadLocation takes it
-	// (e.g. Europe/Paris); empty means the machine's zone.
+	// (e.g. Europe/Paris); empty means the zone stored in the file, or,
+	// for a new file, the machine's zone (see zone.go).
 	TZ string
 
 	TopPages    int // top pages kept per minute; the rest go to Other
@@ -125,7 +131,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c *Config) RegisterReadFlags(fs *flag.FlagSet) {
 	d := DefaultConfig()
 	fs.StringVar(&c.Path, "db", d.Path, "database `file`")
-	fs.StringVar(&c.TZ, "tz", d.TZ, "time `zone` that days follow, e.g. Europe/Paris (default: the machine's zone)")
+	fs.StringVar(&c.TZ, "tz", d.TZ, "time `zone` that days follow, e.g. Europe/Paris: a new database stores it, and refuses another later (default: the database's; for a new one, the machine's zone)")
 }
 
 // Validate checks the configuration. It changes nothing.
@@ -191,9 +197,8 @@ type Store struct {
 	now  func() time.Time // clock for retention
 	db   *bolt.DB
 	file fileState
-	// saltDropped is set when Open deleted an older file's salt, whose
-	// pages it then scrubs (see salt.go).
-	saltDropped bool
+	// upgraded is what Open changed in a file an older logtally made.
+	upgraded upgrades
 	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
 	// holds commits at a chosen point.
 	commit func(*bolt.Tx) error
@@ -215,6 +220,16 @@ type Store struct {
 	held []Held // spans kept longer than asked, decided at Open
 
 	outbox *Outbox
+}
+
+// upgrades are what Open changed in a file an older logtally made.
+type upgrades struct {
+	// saltDropped is set when Open deleted an older file's salt, whose
+	// pages it then scrubs (see salt.go).
+	saltDropped bool
+	// zoneAdopted is set when Open stored the zone of a file that had
+	// none (see zone.go).
+	zoneAdopted bool
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that
@@ -315,6 +330,9 @@ func (s *Store) init(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
+		if err := s.settleZone(tx, true); err != nil {
+			return err
+		}
 		s.addSites(tx)
 		if version == 1 {
 			// Version 1 files hold the default site alone.
@@ -346,6 +364,9 @@ func (s *Store) init(tx *bolt.Tx) error {
 		return err
 	}
 	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
+		return err
+	}
+	if err := s.settleZone(tx, true); err != nil {
 		return err
 	}
 	if _, err := tx.CreateBucket(bucketPositions); err != nil {
@@ -429,6 +450,9 @@ func OpenReadOnly(cfg Config, timeout time.Duration) (*Store, error) {
 			return fmt.Errorf("%w: no schema version", ErrSchema)
 		}
 		if _, err := s.readSchema(tx); err != nil {
+			return err
+		}
+		if err := s.settleZone(tx, false); err != nil {
 			return err
 		}
 		if v := tx.Bucket(bucketMeta).Get(keyRetention); v != nil {

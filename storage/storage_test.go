@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +62,7 @@ func (s *Store) hours(from, to time.Time) ([]logtally.Bucket, error) {
 		return scan(s.def.bucket(tx, bucketHours), u64(uint64(logtally.FloorDiv(from.Unix(), 3600))),
 			u64(uint64(logtally.FloorDiv(to.Unix(), 3600))), false, func(k []byte, r *record) {
 				out = append(out, logtally.Bucket{Time: time.Unix(int64(binary.BigEndian.Uint64(k))*3600, 0).UTC(), Counts: r.Counts})
-			})
+			}, nil)
 	})
 	return out, err
 }
@@ -71,7 +73,7 @@ func (s *Store) days(from, to time.Time) ([]logtally.Bucket, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return scan(s.def.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(k []byte, r *record) {
 			out = append(out, logtally.Bucket{Time: dayStart(k, s.loc), Counts: r.Counts})
-		})
+		}, nil)
 	})
 	return out, err
 }
@@ -615,5 +617,76 @@ func TestStreamSinceSurvivesReopen(t *testing.T) {
 		if err != nil || ok != tt.ok || !got.Equal(tt.want) {
 			t.Errorf("StreamSince(%s) = %v, %v, %v; want %v, %v", tt.path, got, ok, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestRefusesForeignFile: another program's bbolt file is refused, naming
+// what is not logtally's, and left as it was, byte for byte. Before, Open
+// took it and laid out logtally's buckets beside the program's.
+func TestRefusesForeignFile(t *testing.T) {
+	for _, noFreelistSync := range []bool{false, true} {
+		t.Run(fmt.Sprint("NoFreelistSync=", noFreelistSync), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "app.db")
+			db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: noFreelistSync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				for _, name := range []string{"users", "meta"} {
+					b, err := tx.CreateBucket([]byte(name))
+					if err != nil {
+						return err
+					}
+					if err := b.Put([]byte("alice"), []byte("admin")); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			before, _ := os.ReadFile(path)
+			_, err = Open(Config{Path: path}, nil)
+			if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), `users`) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Open = %v, want ErrForeign naming %s and its bucket users", err, path)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Error("the refused file was changed")
+			}
+		})
+	}
+}
+
+// TestRecordChecksumCatchesChanges: a record changed on disk, in any byte
+// and to any value, is refused as corrupt, where one of encoding 1 (before
+// schema 5) decoded with a changed count or sketch as if it were whole; and
+// a record of encoding 1 is still read.
+func TestRecordChecksumCatchesChanges(t *testing.T) {
+	r := record{Counts: logtally.Counts{Requests: 300, PageViews: 7, Visitors: 3, Status: [5]int64{0, 300},
+		Top: []logtally.PageCount{{Path: "/a", PageViews: 7}}}}
+	for _, v := range []uint64{1, 5, 1 << 63} {
+		r.sketch().InsertHash(v)
+	}
+	enc, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range enc {
+		for _, x := range []byte{0x01, 0x80, 0xff, 0x5a} {
+			changed := bytes.Clone(enc)
+			changed[i] ^= x
+			var back record
+			if err := back.decode(changed, true); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("byte %d of %d xored with %#x: decode = %v, %+v; want ErrCorrupt", i, len(enc), x, err, back.Counts)
+			}
+		}
+	}
+	old, _ := hex.DecodeString("0101ac020703c0c4070200fa01141905" + "02022f6104042f622f6302012002" + "0e00" +
+		"0100000003000000" + "4f0000004b800000" + "51000000000000000000000000") // the golden record of encoding 1
+	var back record
+	if err := back.decode(old, true); err != nil || back.Requests != 300 || back.hll.Estimate() != 3 {
+		t.Errorf("a record of encoding 1: %v, %+v", err, back.Counts)
 	}
 }

@@ -41,7 +41,7 @@ func (c *checkCmd) Run(context.Context) error {
 	var damage *storage.DamageError
 	switch {
 	case err == nil:
-		fmt.Fprintf(out, "%s: no damage found: every page was read, and bbolt's consistency check passed\n", c.path)
+		fmt.Fprintf(out, "%s: no damage found: every page was read, every value decoded, and bbolt's consistency check passed\n", c.path)
 		return nil
 	case errors.As(err, &damage):
 		fmt.Fprintf(out, "%s is damaged:\n", c.path)
@@ -77,6 +77,10 @@ func storeFix(err error, path string) error {
 		return fmt.Errorf("%w; run 'logtally check --db %s' for what is damaged and how to recover", err, path)
 	case errors.Is(err, storage.ErrLocked):
 		return fmt.Errorf("%w: stop that process first, or give this one another --db", err)
+	case errors.Is(err, storage.ErrZone):
+		return fmt.Errorf("%w: omit --tz to cut them there, or give another --db to cut days in another zone", err)
+	case errors.Is(err, storage.ErrForeign):
+		return fmt.Errorf("%w; it was left untouched: give --db a logtally database, or a path where none is yet to make one", err)
 	}
 	return err
 }

@@ -96,6 +96,10 @@ func (c *countConfig) open(ctx context.Context, proc *process, before beforeCoun
 		return nil, storeFix(err, c.Store.Path)
 	}
 	store.LogRetention(proc.Logger)
+	if store.ZoneAdopted() {
+		proc.Logger.Info("the database, made by an older logtally, stored no time zone: its days are cut in this one from now on",
+			"db", c.Store.Path, "tz", store.Zone())
+	}
 	if store.SaltDropped() {
 		proc.Logger.Info("visitor-hash salt of an older logtally destroyed: visitors are now hashed with a key a day, "+
 			"and one seen both before and after this start within the live window counts twice", "db", c.Store.Path)

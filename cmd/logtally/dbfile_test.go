@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/logtally/logtally/internal/poll"
+	"github.com/logtally/logtally/storage"
 )
 
 // lockedBuffer is a log destination read by the test while the daemon
@@ -67,5 +71,55 @@ func TestDeletedDatabaseIsReported(t *testing.T) {
 	poll.Until(t, "the log to say it", func() bool { return strings.Contains(logs.String(), "database file gone") })
 	if log := logs.String(); strings.Count(log, "database file gone") != 1 || !strings.Contains(log, "restore the file from a backup") {
 		t.Errorf("the log says it %d times, want once with the fix:\n%s", strings.Count(log, "database file gone"), log)
+	}
+}
+
+// TestForeignDatabaseRefused: another program's bbolt file given as --db
+// is refused, naming the flag, and left as it was, with no keys file made
+// beside it. Before, run took it and wrote logtally's buckets beside the
+// program's users.
+func TestForeignDatabaseRefused(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "app.db")
+	bdb, err := bolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("users"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("alice"), []byte("admin"))
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(db)
+	for _, cmd := range []string{"run", "replay"} {
+		m := NewMain()
+		m.Stdout, m.Stderr = io.Discard, io.Discard
+		args := []string{cmd, "--db", db}
+		if cmd == "run" {
+			args = append(args, "--admin-listen", "127.0.0.1:0")
+		} else {
+			args = append(args, filepath.Join(t.TempDir(), "none.log"))
+			os.WriteFile(args[len(args)-1], nil, 0o600)
+		}
+		if err := m.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		err := m.Run(context.Background())
+		m.Close()
+		if !errors.Is(err, storage.ErrForeign) || !strings.Contains(err.Error(), "--db") || !strings.Contains(err.Error(), `users`) {
+			t.Errorf("%s: %v, want ErrForeign naming --db and the bucket users", cmd, err)
+		}
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(after, before) {
+		t.Error("the refused file was changed")
+	}
+	if _, err := os.Stat(db + ".keys"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a keys file was made beside the refused file: %v", err)
 	}
 }

@@ -25,12 +25,16 @@ type reportCmd struct {
 	Store    storage.Config // the file and the zone of days
 	Report   report.Config  // what to report
 	Counters counter.Config // a section for each
+	daemon   daemonSource   // where to take a copy of a held database
 }
 
 func (c *reportCmd) registerFlags(fs *flag.FlagSet) {
 	c.Store.RegisterReadFlags(fs)
 	c.Report.RegisterFlags(fs)
 	c.Counters.RegisterFlags(fs)
+	fs.StringVar(&c.daemon.addr, "daemon", defaultAdminListen,
+		"admin `address` of the running logtally that holds --db, which report asks for a consistent copy of it")
+	fs.StringVar(&c.daemon.tokenFile, "admin-token-file", "", "`file` holding the token of that logtally's admin listener, if it has one")
 }
 
 func (c *reportCmd) check(args []string) error {
@@ -41,16 +45,21 @@ func (c *reportCmd) check(args []string) error {
 }
 
 // Run prints the report: bbolt lets no other process open the file while
-// a running logtally holds it, so it says so and where else to look.
-func (c *reportCmd) Run(context.Context) error {
+// a running logtally holds it, so it then reports from a consistent copy
+// of it that the daemon's admin API writes, and says so.
+func (c *reportCmd) Run(ctx context.Context) error {
 	store, err := storage.OpenReadOnly(c.Store, reportLockWait)
+	closeStore := func() { store.Close() }
 	if errors.Is(err, storage.ErrLocked) {
-		return fmt.Errorf("%w; stop it to report from the file, or ask its API: /api/v1/series?step=1d and /api/v1/pages?from=DAY&to=DAY", err)
+		store, closeStore, err = c.openHeld(ctx, err)
+	}
+	if errors.Is(err, storage.ErrZone) {
+		return fmt.Errorf("%w: a report cannot cut them again in another zone, for days are stored whole: omit --tz to report the days as they are cut", err)
 	}
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer closeStore()
 	cfg := c.Report
 	src, err := reportSite(store, &cfg.Site)
 	if err != nil {

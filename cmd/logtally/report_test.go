@@ -74,27 +74,62 @@ func TestReportOfDaysNotKept(t *testing.T) {
 }
 
 // TestReportWhileRunning: bbolt lets no other process open the file while
-// a running logtally holds it; report waits for the lock, then says so and
-// where else to look.
+// a running logtally holds it; report then reports from a consistent copy
+// that the running logtally's admin API writes, and says so, and prints
+// what it prints from the file. With no logtally answering at --daemon, it
+// says so and where else to look. Before, report could not run while the
+// daemon ran.
 func TestReportWhileRunning(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	replayLogs(t, "--db", db, "--tz", "UTC", archive)
-	daemon, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil) // as run holds it
+	want, err := reportOf(t, "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	holder, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, nil) // holds it, with no API
 	if err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	_, err = reportOf(t, "--db", db)
-	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "/api/v1/pages?from=DAY&to=DAY") {
-		t.Errorf("report while the file is held: %v, want ErrLocked and where else to look", err)
+	_, err = reportOf(t, "--db", db, "--daemon", "127.0.0.1:1")
+	if !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "127.0.0.1:1 (--daemon)") ||
+		!strings.Contains(err.Error(), "/api/v1/pages?from=DAY&to=DAY") {
+		t.Errorf("report while the file is held by no API: %v, want ErrLocked, --daemon and where else to look", err)
 	}
 	if waited := time.Since(began); waited < reportLockWait-100*time.Millisecond {
 		t.Errorf("gave up after %s, want %s", waited, reportLockWait)
 	}
-	daemon.Close()
-	if _, err := reportOf(t, "--db", db); err != nil {
-		t.Errorf("report once the file is free: %v", err)
+	holder.Close()
+
+	m := start(t, time.Now, "run", "--db", db, "--admin-listen", "127.0.0.1:0")
+	r := NewMain()
+	var out, stderr bytes.Buffer
+	r.Stdout, r.Stderr = &out, &stderr
+	if err := r.ParseFlags([]string{"report", "--db", db, "--daemon", m.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatalf("report while the daemon runs: %v", err)
+	}
+	r.Close()
+	if got := out.String(); got != want {
+		t.Errorf("report from the daemon's copy:\n%s\nwant, as from the file:\n%s", got, want)
+	}
+	if msg := stderr.String(); !strings.Contains(msg, db+" is held by a running logtally: reporting from a consistent copy") ||
+		!strings.Contains(msg, "through its admin API at "+m.Addr()) {
+		t.Errorf("stderr: %q, want it to say the report is of a copy taken through the admin API", msg)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	replayLogs(t, "--db", other, "--tz", "UTC", archive)
+	holder, err = storage.Open(storage.Config{Path: other, TZ: "UTC"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := reportOf(t, "--db", other, "--daemon", m.Addr()); err == nil || !strings.Contains(err.Error(), "the logtally there holds "+db) {
+		t.Errorf("report of a file another logtally holds, asking this one: %v, want a refusal", err)
 	}
 }
 
@@ -113,5 +148,47 @@ func TestReportOfEmptyDatabase(t *testing.T) {
 		t.Error("report of a missing file: no error")
 	} else if _, statErr := os.Stat(db + ".missing"); statErr == nil {
 		t.Error("report created the file it was asked to read")
+	}
+}
+
+// TestZoneKeptWithTheDatabase: a database keeps the zone its days are cut
+// in. A replay with another --tz is refused, naming the flag, rather than
+// cut the next days elsewhere, and so is a report with another --tz, which
+// says why; without --tz both take the stored zone, and the report is
+// labelled with it. Before, the replay in Berlin moved a 23:30 UTC line to
+// the next day, and `report --tz Europe/Berlin` printed the UTC days
+// labelled "(Europe/Berlin)".
+func TestZoneKeptWithTheDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db")
+	replayLogs(t, "--db", db, "--tz", "UTC", archive)
+	late := filepath.Join(dir, "late.log")
+	os.WriteFile(late, []byte(`198.18.0.9 - - [20/May/2015:23:30:00 +0000] "GET /late HTTP/1.1" 200 100 "-" "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0"`+"\n"), 0o600)
+
+	m := NewMain()
+	m.Stdout, m.Stderr = io.Discard, io.Discard
+	if err := m.ParseFlags([]string{"replay", "--db", db, "--tz", "Europe/Berlin", late}); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(context.Background())
+	m.Close()
+	if !errors.Is(err, storage.ErrZone) || !strings.Contains(err.Error(), "--tz Europe/Berlin") || !strings.Contains(err.Error(), "omit --tz") {
+		t.Errorf("replay in another zone: %v, want ErrZone naming --tz and the fix", err)
+	}
+	replayLogs(t, "--db", db, late)
+	got, err := reportOf(t, "--db", db, "--from", "2015-05-20", "--to", "2015-05-21", "--csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "\nday,2015-05-20,,41,") || !strings.Contains(got, "\nday,2015-05-21,,0,") {
+		t.Errorf("the 23:30 UTC line is not on 2015-05-20 in UTC:\n%s", got)
+	}
+	if table, _ := reportOf(t, "--db", db); !strings.Contains(table, "(UTC)") {
+		t.Errorf("the report is not labelled with the stored zone:\n%s", table)
+	}
+	_, err = reportOf(t, "--db", db, "--tz", "Europe/Berlin")
+	if !errors.Is(err, storage.ErrZone) || !strings.Contains(err.Error(), "cannot cut them again") {
+		t.Errorf("report in another zone: %v, want ErrZone saying it cannot", err)
 	}
 }

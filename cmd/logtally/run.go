@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
 	"github.com/logtally/logtally/status"
+	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
 )
 
@@ -92,7 +95,7 @@ func (r *runCmd) start(ctx context.Context) status.Deps {
 	// Chunks are up to 256 KiB: 8 of them let reading run ahead of the
 	// pipeline without holding much of a backlog in memory.
 	chunks := make(chan tailer.Chunk, 8)
-	deps := r.pipeline.statusDeps(status.Deps{Now: r.proc.Now, StoreFile: r.store.FileErr})
+	deps := r.pipeline.statusDeps(status.Deps{Now: r.proc.Now, StoreFile: r.store.FileErr, StoreDamage: r.storeDamage})
 	if len(r.patterns) > 0 {
 		r.tail = tailer.New(r.Tailer, r.patterns, r.store.Position, chunks, tailer.Deps{Logger: r.proc.Logger, Streams: r.store})
 		deps.Files, deps.Following = r.tail.Files, r.follow(ctx)
@@ -105,7 +108,21 @@ func (r *runCmd) start(ctx context.Context) status.Deps {
 	}
 	r.goRead(func() { r.store.RunPruner(ctx, time.Minute, r.proc.Logger) })
 	r.goRead(func() { r.store.WatchFile(ctx, 2*time.Second, r.proc.Logger) }) // logs once if the file is deleted
+	r.goRead(func() { r.store.Verify(ctx, r.proc.Logger) })                   // reads the file once, for damage
 	return deps
+}
+
+// storeDamage is what the status says of damage in the database file.
+func (r *runCmd) storeDamage() (problems []string, recover string) {
+	var damage *storage.DamageError
+	if !errors.As(r.store.Damage(), &damage) {
+		return nil, ""
+	}
+	problems = damage.Problems
+	if damage.More > 0 {
+		problems = append(problems, fmt.Sprintf("and %d more", damage.More))
+	}
+	return problems, storage.DamageFix(r.Store.Path)
 }
 
 // goRead runs f on a goroutine that Close waits for.
@@ -140,7 +157,7 @@ func (r *runCmd) follow(ctx context.Context) (stopped func() error) {
 func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 	deps := api.Deps{Snapshot: r.pipeline.Snapshot, Published: r.pipeline.Published, History: r.store, Ready: report.Ready,
 		Status: report.Status, Metrics: report.Registry(), Now: r.proc.Now, Zone: r.store.Location(), Logger: r.proc.Logger,
-		Fleet: r.apiFleet()}
+		Fleet: r.apiFleet(), Backup: r.store.Backup, DB: absPath(r.Store.Path)}
 	sites := apiSites{r.pipeline, r.store, r.matcher}
 	if r.Pipeline.multiSite() {
 		deps.Sites = sites
@@ -201,4 +218,12 @@ func (r *runCmd) Close() error {
 	}
 	errs = append(errs, r.counting.close())
 	return errors.Join(errs...)
+}
+
+// absPath is path made absolute, or path if it cannot be.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
