@@ -115,6 +115,11 @@ func TestKubernetesNginxLogsWhatLogtallyReads(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("nginx logged %d lines, want 2 (the poll of the counter is not logged):\n%s", len(lines), bytes.Join(lines, nil))
 	}
+	// nginx logs a request when it is done with it, which for the start's
+	// request on a kept-alive connection may come after the next one's.
+	if bytes.Contains(lines[0], []byte("/missing")) {
+		lines[0], lines[1] = lines[1], lines[0]
+	}
 	for i, want := range []struct {
 		path, query string
 		status      int
