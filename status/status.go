@@ -12,6 +12,7 @@ package status
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ import (
 // Config is what a Report says of the process itself.
 type Config struct {
 	Version string    // the program's version
+	Commit  string    // the commit it was built from
 	Started time.Time // when the program started
 	DB      string    // the database file
 	// RequireFiles makes a followed path or glob that matches no file, or a
@@ -75,11 +77,23 @@ func New(cfg Config, deps Deps) *Report {
 		deps.Pipeline,
 		fileCollector{deps.Files},
 		storeFileCollector{deps.StoreFile},
+		buildInfo(cfg),
 	)
 	if deps.Fleet != nil {
 		r.registry.MustRegister(fleetCollector{deps.Fleet, deps.Now})
 	}
 	return r
+}
+
+// buildInfo is logtally_build_info: always 1, with the build in its
+// labels, so that a query can join any figure with the version that made
+// it, and a dashboard can show which versions run.
+func buildInfo(cfg Config) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "logtally_build_info",
+		Help:        "Always 1: the version, commit and Go version logtally was built with, in its labels.",
+		ConstLabels: prometheus.Labels{"version": cfg.Version, "commit": cfg.Commit, "goversion": runtime.Version()}})
+	g.Set(1)
+	return g
 }
 
 // Registry returns the registry behind /metrics.

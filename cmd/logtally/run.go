@@ -75,7 +75,7 @@ func (r *runCmd) Run(ctx context.Context) (err error) {
 		return err
 	}
 	deps := r.start(ctx)
-	report := status.New(status.Config{Version: buildVersion(), Started: r.started, DB: r.Store.Path,
+	report := status.New(status.Config{Version: buildVersion(), Commit: buildCommit(), Started: r.started, DB: r.Store.Path,
 		RequireFiles: r.serve.RequireFiles}, deps)
 	if err := r.http.serveAPI(r.serve, r.apiDeps(report), r.proc.Logger, len(r.patterns), r.Store.Path); err != nil {
 		return err
