@@ -65,8 +65,12 @@ func (c *countConfig) validate() error {
 		}
 		return fmt.Errorf("--format: %w", err)
 	}
+	var dbErr error
+	if c.Store.Path != "" {
+		dbErr = checkDBPath(c.Store.Path)
+	}
 	return errors.Join(c.Window.Validate(), c.Rules.Validate(), c.Pipeline.validate(), c.Tailer.Validate(),
-		c.Store.Validate(), c.Counters.Validate())
+		c.Store.Validate(), dbErr, c.Counters.Validate())
 }
 
 // counting is what run and replay open: the database, and the pipeline

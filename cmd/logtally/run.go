@@ -70,6 +70,9 @@ func (r *runCmd) Run(ctx context.Context) (err error) {
 		r.proc.Logger.Warn("--listen is deprecated: it is --admin-listen now, which serves the whole API; serve the public figures apart with --public-listen, and protect the admin listener with --admin-token-file if it must leave loopback",
 			"admin_listen", r.serve.AdminListen)
 	}
+	if err := r.http.listen(r.serve); err != nil {
+		return err // before the database file is created
+	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	if r.counting, err = r.open(ctx, r.proc, r.joinFleet); err != nil {
 		return err
@@ -77,11 +80,9 @@ func (r *runCmd) Run(ctx context.Context) (err error) {
 	deps := r.start(ctx)
 	report := status.New(status.Config{Version: buildVersion(), Commit: buildCommit(), Started: r.started, DB: r.Store.Path,
 		RequireFiles: r.serve.RequireFiles}, deps)
-	if err := r.http.serveAPI(r.serve, r.apiDeps(report), r.proc.Logger, len(r.patterns), r.Store.Path); err != nil {
-		return err
-	}
-	if r.serve.DebugListen != "" {
-		return r.http.serveDebug(r.serve.DebugListen, r.proc.Logger)
+	r.http.serveAPI(r.serve, r.apiDeps(report), r.proc.Logger, len(r.patterns), r.Store.Path)
+	if r.http.debugLn != nil {
+		r.http.serveDebug(r.proc.Logger)
 	}
 	return nil
 }
