@@ -11,6 +11,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
+	"github.com/logtally/logtally/ingest/live"
 	"github.com/logtally/logtally/status"
 	"github.com/logtally/logtally/tailer"
 )
@@ -140,7 +141,7 @@ func (r *runCmd) follow(ctx context.Context) (stopped func() error) {
 // history, the status, and the fleet's and the sites' when counted.
 func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 	deps := api.Deps{Snapshot: r.pipeline.Snapshot, Published: r.pipeline.Published, History: r.store, Ready: report.Ready,
-		Status: report.Status, Metrics: report.Registry(), Now: r.proc.Now, Zone: r.store.Location(), Logger: r.proc.Logger,
+		Status: report.Status, Metrics: report.Registry(), Now: r.apiNow(), Zone: r.store.Location(), Logger: r.proc.Logger,
 		Fleet: r.apiFleet()}
 	sites := apiSites{r.pipeline, r.store, r.matcher}
 	if r.Pipeline.multiSite() {
@@ -151,6 +152,16 @@ func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 		deps.Counters = sites
 	}
 	return deps
+}
+
+// apiNow is what the API takes for now: the clock, or with --window-end
+// log the live window's end, so that a series asked for no range, and
+// "today", are those of the newest line, as the window is.
+func (r *runCmd) apiNow() func() time.Time {
+	if r.Pipeline.forRun.Anchor != live.AnchorLog {
+		return r.proc.Now
+	}
+	return func() time.Time { return r.pipeline.Snapshot().To }
 }
 
 // Rescan matches the followed paths and globs again, as SIGHUP asks.
