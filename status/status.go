@@ -31,8 +31,8 @@ type Config struct {
 	Commit  string    // the commit it was built from
 	Started time.Time // when the program started
 	DB      string    // the database file
-	// RequireFiles makes a followed path or glob that matches no file, or a
-	// file that cannot be read, a readiness failure.
+	// RequireFiles makes a followed path or glob that matches no file a
+	// readiness failure; a file that cannot be read always is one.
 	RequireFiles bool
 }
 
@@ -99,8 +99,8 @@ func buildInfo(cfg Config) prometheus.Gauge {
 // Registry returns the registry behind /metrics.
 func (r *Report) Registry() *prometheus.Registry { return r.registry }
 
-// Ready reports why the daemon cannot make progress: commits failing, or
-// following stopped.
+// Ready reports why the daemon cannot make progress: commits failing,
+// following stopped, a followed file that cannot be read.
 func (r *Report) Ready() error {
 	if err := r.deps.Pipeline.Err(); errors.Is(err, logtally.ErrOutboxFull) {
 		return fmt.Errorf("reading paused until the fleet database takes the waiting batches: %w", err)
@@ -117,13 +117,16 @@ func (r *Report) Ready() error {
 			return fmt.Errorf("following stopped: %w", err)
 		}
 	}
-	if r.cfg.RequireFiles && r.deps.Files != nil {
+	if r.deps.Files != nil {
 		for _, f := range r.deps.Files() {
-			switch f.State {
-			case tailer.Missing:
+			switch {
+			case f.State == tailer.Unreadable:
+				// A file that is there and cannot be read loses its lines
+				// until someone acts, as a path given alone would have
+				// been refused at start: it is no log yet to appear.
+				return fmt.Errorf("cannot read %s: %s", f.Path, f.Error)
+			case f.State == tailer.Missing && r.cfg.RequireFiles:
 				return fmt.Errorf("no file matches %s (--require-files)", f.Path)
-			case tailer.Unreadable:
-				return fmt.Errorf("cannot read %s: %s (--require-files)", f.Path, f.Error)
 			}
 		}
 	}

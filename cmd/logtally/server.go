@@ -66,7 +66,7 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.Var(addressValue{stringRef{&c.DebugListen}}, "debug-listen",
 		"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
 	fs.BoolVar(&c.RequireFiles, "require-files", false,
-		"make /readyz fail while a followed path or glob matches no file (they are reported either way)")
+		"make /readyz fail while a followed path or glob matches no file (they are reported either way; a file that cannot be read always fails it)")
 	c.API.RegisterFlags(fs)
 }
 
