@@ -37,10 +37,12 @@ func (c *Core) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Core) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(c.Parsed()), "parsed")
-	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(c.Rejected()), "rejected")
+	var rejected int64 // the sum of the reasons' as this scrape read them
 	for reason, n := range c.RejectedBy() {
 		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), reason)
+		rejected += n
 	}
+	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(rejected), "rejected")
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(c.BytesRead()))
 	ready := 1.0
 	if c.Err() != nil {

@@ -143,8 +143,8 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 	}
 	if !c.Pipeline.multiSite() && holdsSites(cn.store) {
 		c.Pipeline.keepSites()
-		proc.Logger.Info("the database holds several sites: serving them, and counting these lines under site default "+
-			"(give --site-field or --site to count them under their own)", "db", c.Store.Path)
+		proc.Logger.Info("the database holds several sites: they are kept apart, and these lines count under site default "+
+			"and in the all-sites view (give --site-field or --site to count them under their own)", "db", c.Store.Path)
 	}
 	if c.Pipeline.multiSite() {
 		if err := allSitesView(cn.store, proc.Logger, c.Store.Path); err != nil {

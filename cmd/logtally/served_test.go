@@ -34,6 +34,9 @@ func TestServesWhatTheDatabaseHolds(t *testing.T) {
 	t.Run("sites", func(t *testing.T) {
 		db := filepath.Join(dir, "sites.db")
 		replayLogs(t, "--db", db, "--format", "vhost_combined", "--site-field", "%v", vhosts)
+		// A replay without --site-field counts under default, and in the
+		// all-sites view too.
+		replayLogs(t, "--db", db, "--format", "vhost_combined", filepath.Join(root, "testdata", "shop.log"))
 		m := start(t, clock, "run", "--db", db, "--admin-listen", "127.0.0.1:0", "--window-end", "log",
 			"--format", "vhost_combined")
 		var sites struct{ Sites []struct{ Site string } }
@@ -45,20 +48,20 @@ func TestServesWhatTheDatabaseHolds(t *testing.T) {
 		for _, s := range sites.Sites {
 			names = append(names, s.Site)
 		}
-		if len(names) != 3 || !slices.Contains(names, "blog.example.org") {
-			t.Errorf("sites = %v, want the three of the log", names)
+		if len(names) != 4 || !slices.Contains(names, "blog.example.org") || !slices.Contains(names, "default") {
+			t.Errorf("sites = %v, want the three of the log and default", names)
 		}
 		s := stats(t, m)
-		if s.Requests != 60 {
-			t.Errorf("stats = %+v, want the log's 60 requests", s)
+		if s.Requests != 80 {
+			t.Errorf("stats = %+v, want the logs' 80 requests", s)
 		}
 		se := series(t, m, "")
 		var requests int64
 		for _, p := range se.Points {
 			requests += p.Requests
 		}
-		if !se.To.Equal(s.To) || requests != 60 {
-			t.Errorf("series to %s with %d requests, want to the window's end %s with all 60", se.To, requests, s.To)
+		if !se.To.Equal(s.To) || requests != 80 {
+			t.Errorf("series to %s with %d requests, want to the window's end %s with all 80", se.To, requests, s.To)
 		}
 	})
 }
