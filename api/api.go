@@ -145,9 +145,9 @@ type Server struct {
 	table         []Route      // the endpoints, as Routes lists them
 	token         *tokenSum    // the admin token's; nil when none is set
 	cacheControl  []string
-	metrics       *prometheus.CounterVec // requests by route and status; nil without Deps.Metrics
-	streams       *streams               // nil when the event stream is off
-	heavy         *heavy                 // caps the heavy history queries
+	metrics       *requestMetrics // nil without Deps.Metrics
+	streams       *streams        // nil when the event stream is off
+	heavy         *heavy          // caps the heavy history queries
 
 	own   part      // all the daemon counts
 	sites siteParts // the parts of ?site=

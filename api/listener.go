@@ -51,12 +51,12 @@ func (s *Server) chain(l Listener, router http.Handler) http.Handler {
 				return
 			}
 		} else if err := s.authorize(w, r); err != nil {
-			s.count("unauthorized", statusOf(asError(err).Code))
+			s.metrics.count("unauthorized", statusOf(asError(err).Code))
 			s.writeError(w, r, err)
 			return
 		}
 		if err := refused(r); err != nil {
-			s.count("refused", statusOf(asError(err).Code))
+			s.metrics.count("refused", statusOf(asError(err).Code))
 			s.writeError(w, r, err)
 			return
 		}

@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 	"slices"
-	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,10 +62,11 @@ func (s *Server) routes() {
 		{path: "/readyz", h: s.readyz},
 	}
 	if s.deps.Metrics != nil {
-		s.metrics = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "logtally_api_requests_total", Help: "API requests by route and status.",
-		}, []string{"route", "code"})
-		s.deps.Metrics.MustRegister(s.metrics)
+		streams := map[string]bool{}
+		for _, e := range endpoints {
+			streams[e.path] = e.stream
+		}
+		s.metrics = newRequestMetrics(s.deps.Metrics, streams)
 		endpoints = append(endpoints, endpoint{path: "/metrics", h: metricsHandler(s.deps.Metrics)})
 	}
 	if s.deps.Backup != nil {
@@ -132,15 +133,16 @@ func metricsHandler(reg *prometheus.Registry) handler {
 func (s *Server) handle(route string, h handler, cost cost) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
 		var sw *statusWriter
+		var began time.Time
 		if s.metrics != nil {
-			sw = &statusWriter{ResponseWriter: w}
+			sw, began = &statusWriter{ResponseWriter: w}, time.Now()
 			w = sw
 		}
 		if err := s.serve(w, newRequest(hr), h, cost); err != nil {
 			s.writeError(w, hr, err)
 		}
 		if sw != nil {
-			s.count(route, sw.status())
+			s.metrics.observe(route, sw.status(), time.Since(began))
 		}
 	})
 }
@@ -158,13 +160,6 @@ func (s *Server) serve(w http.ResponseWriter, r *request, h handler, cost cost) 
 		}
 	}
 	return h(w, r)
-}
-
-// count counts a request under route with the status it was answered.
-func (s *Server) count(route string, status int) {
-	if s.metrics != nil {
-		s.metrics.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	}
 }
 
 // statusWriter remembers the status a handler wrote.

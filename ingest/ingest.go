@@ -59,7 +59,12 @@ type Config struct {
 	// from SiteFiles and the parser's --site-field.
 	PatternSites []string
 	ByField      bool
-	SiteFiles    []SiteFile // --site NAME=PATH, in order
+	// Stored counts per site although no line names one and no file is
+	// mapped: the store holds sites, counted by an earlier run or replay,
+	// whose history and windows go on being served; every line counts
+	// under DefaultSite, and in the all-sites view.
+	Stored    bool
+	SiteFiles []SiteFile // --site NAME=PATH, in order
 	// MaxSites is the most sites counted apart; lines of sites first seen
 	// past it count under logtally.OtherSite.
 	MaxSites int
@@ -67,7 +72,7 @@ type Config struct {
 
 // Multi reports whether the configuration counts several sites.
 func (c Config) Multi() bool {
-	return c.ByField || slices.ContainsFunc(c.PatternSites, func(s string) bool { return s != "" })
+	return c.ByField || c.Stored || slices.ContainsFunc(c.PatternSites, func(s string) bool { return s != "" })
 }
 
 // DefaultConfig returns the defaults: what the flags start at, and what New

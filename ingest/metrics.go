@@ -6,8 +6,10 @@ import "github.com/prometheus/client_golang/prometheus"
 // anyway, so metrics cost nothing per line. The live loop adds its
 // windows' (package ingest/live).
 var (
-	linesDesc = prometheus.NewDesc("logtally_lines_total", "Log lines read, by result and rejection reason.",
-		[]string{"result", "reason"}, nil)
+	linesDesc = prometheus.NewDesc("logtally_lines_total", "Log lines read, by result: parsed or rejected.",
+		[]string{"result"}, nil)
+	rejectedDesc = prometheus.NewDesc("logtally_lines_rejected_total", "Log lines rejected, by reason.",
+		[]string{"reason"}, nil)
 	bytesDesc = prometheus.NewDesc("logtally_bytes_read_total", "Bytes of log lines read.", nil, nil)
 	readyDesc = prometheus.NewDesc("logtally_store_ready", "1 while commits succeed, 0 while they fail.", nil, nil)
 
@@ -16,7 +18,9 @@ var (
 	otherLinesDesc = prometheus.NewDesc("logtally_site_other_lines_total",
 		"Lines of sites first seen past --max-sites, counted under (other).", nil, nil)
 	// Named counters: their totals, never per key (keys are unbounded).
-	counterLinesDesc = prometheus.NewDesc("logtally_counter_lines_total", "Lines a named counter counted since start.",
+	// The names say "named_count", not "counter": a metric's name does not
+	// name a Prometheus type (promtool check metrics).
+	counterLinesDesc = prometheus.NewDesc("logtally_named_count_lines_total", "Lines a named counter counted since start.",
 		[]string{"counter"}, nil)
 )
 
@@ -24,7 +28,7 @@ var (
 // read, parsed and rejected, the bytes it read, its commits, its sites and
 // its named counters' lines.
 func (c *Core) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{linesDesc, bytesDesc, readyDesc, sitesDesc, otherLinesDesc, counterLinesDesc} {
+	for _, d := range []*prometheus.Desc{linesDesc, rejectedDesc, bytesDesc, readyDesc, sitesDesc, otherLinesDesc, counterLinesDesc} {
 		ch <- d
 	}
 	c.seconds.Describe(ch)
@@ -32,10 +36,13 @@ func (c *Core) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Core) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(c.Parsed()), "parsed", "")
+	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(c.Parsed()), "parsed")
+	var rejected int64 // the sum of the reasons' as this scrape read them
 	for reason, n := range c.RejectedBy() {
-		ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(n), "rejected", reason)
+		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), reason)
+		rejected += n
 	}
+	ch <- prometheus.MustNewConstMetric(linesDesc, prometheus.CounterValue, float64(rejected), "rejected")
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(c.BytesRead()))
 	ready := 1.0
 	if c.Err() != nil {

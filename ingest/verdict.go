@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -34,6 +35,10 @@ type FormatError struct {
 	Lines, Rejected int64
 	ByReason        map[string]int64
 	Suggest         string // a --format preset that parses the rejected lines; empty if none does
+	// Extra, when the rejected lines are combined lines with more after
+	// them, and what follows is no X-Forwarded-For list (which --format
+	// main would read it as), is that text, of one of them.
+	Extra string
 }
 
 func (e *FormatError) Error() string {
@@ -48,14 +53,31 @@ func (e *FormatError) Error() string {
 	if e.Suggest != "" {
 		msg += "; the rejected lines parse with --format " + e.Suggest
 	}
+	if e.Extra != "" {
+		msg += fmt.Sprintf("; the rejected lines are combined lines followed by '%s': give the whole format, such as --format '%s %s' if that is the host, "+
+			"or read it from nginx with --nginx-conf", e.Extra, parser.Combined, hostExample(e.Extra))
+	}
 	return msg
+}
+
+// hostExample is how a format would log the host where extra is: quoted
+// or not.
+func hostExample(extra string) string {
+	if strings.HasPrefix(strings.TrimSpace(extra), `"`) {
+		return `"$host"`
+	}
+	return "$host"
 }
 
 // Unwrap makes a FormatError an ErrMostlyRejected.
 func (e *FormatError) Unwrap() error { return ErrMostlyRejected }
 
 // suggestOrder is the order in which presets are tried on rejected lines.
-var suggestOrder = []string{"combined", "main", "common", "vhost_combined"}
+// main is combined with "$http_x_forwarded_for" after it: it is suggested
+// by what follows a combined line (see afterCombined), not by parsing,
+// since it would read any quoted field there, a host as well, as the
+// forwarded-for list.
+var suggestOrder = []string{"combined", "common", "vhost_combined"}
 
 // Judge gives, once, the verdict on the first lines read: a FormatError
 // if more than half of them were rejected. It waits for JudgeLines lines
@@ -76,12 +98,79 @@ func (c *Core) Judge(final, early bool) (bool, *FormatError) {
 	if rejected*2 <= lines {
 		return true, nil
 	}
-	return true, &FormatError{Lines: lines, Rejected: rejected, ByReason: c.RejectedBy(), Suggest: suggest(c.Samples())}
+	fe := &FormatError{Lines: lines, Rejected: rejected, ByReason: c.RejectedBy()}
+	fe.Suggest, fe.Extra = suggest(c.Samples())
+	return true, fe
 }
 
 // suggest returns the preset that parses the most samples, if one parses
-// more than half of them: a log in another format has bad lines too.
-func suggest(samples []Sample) string {
+// more than half of them: a log in another format has bad lines too. When
+// more than half are combined lines with more after them, it returns main
+// if that is a forwarded-for list, and otherwise what follows (extra).
+func suggest(samples []Sample) (preset, extra string) {
+	if combined, err := parser.New("combined"); err == nil {
+		n := 0
+		for _, s := range samples {
+			if rest, ok := afterCombined(combined, s.Line); ok {
+				n++
+				if extra == "" {
+					extra = rest
+				}
+			}
+		}
+		switch {
+		case n <= len(samples)/2:
+			extra = ""
+		case forwardedFor(extra):
+			return "main", ""
+		default:
+			return "", extra
+		}
+	}
+	return parsedBy(samples), ""
+}
+
+// afterCombined returns what follows the combined line that line starts
+// with, if it does: the text from the space after a closing quote that
+// ends a line combined parses.
+func afterCombined(combined *parser.Format, line string) (string, bool) {
+	var rec parser.Record
+	for i := 1; i < len(line); i++ {
+		if line[i] == ' ' && line[i-1] == '"' && combined.Parse([]byte(line[:i]), &rec) == nil {
+			return line[i:], true
+		}
+	}
+	return "", false
+}
+
+// forwardedFor reports whether extra is one quoted field that reads as an
+// X-Forwarded-For header: "-", or addresses separated by commas (masked to
+// their network in a redacted sample).
+func forwardedFor(extra string) bool {
+	if !strings.HasPrefix(extra, ` "`) || !strings.HasSuffix(extra, `"`) || len(extra) < 3 {
+		return false
+	}
+	field := extra[2 : len(extra)-1]
+	if strings.Contains(field, `"`) {
+		return false
+	}
+	if field == "-" {
+		return true
+	}
+	for _, a := range strings.Split(field, ",") {
+		a = strings.TrimSpace(a)
+		_, errAddr := netip.ParseAddr(a)
+		_, errPrefix := netip.ParsePrefix(a)
+		if errAddr != nil && errPrefix != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// parsedBy returns the preset of suggestOrder that parses the most
+// samples, if one parses more than half of them.
+func parsedBy(samples []Sample) string {
 	var rec parser.Record
 	best, most := "", len(samples)/2
 	for _, name := range suggestOrder {

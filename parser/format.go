@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"regexp"
 	"strings"
 
@@ -64,7 +63,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Format, "format", "combined",
 		"log `format`: combined, common, vhost_combined, main, an nginx log_format string or an Apache LogFormat string")
 	fs.StringVar(&c.NginxConf, "nginx-conf", "", "read the log format from this nginx configuration `file` instead of --format (see --log-format-name)")
-	fs.StringVar(&c.LogFormatName, "log-format-name", "main", "`name` of the log_format to read from --nginx-conf")
+	fs.StringVar(&c.LogFormatName, "log-format-name", "",
+		"`name` of the log_format to read from --nginx-conf (and the files it includes); by default the one its access_log lines use, nginx's combined if they name none")
 	fs.StringVar(&c.SiteField, "site-field", "",
 		"count each line under the site its `variable` names: $host, $server_name or $http_host (nginx), %v, %V or %{Host}i (Apache)")
 	fs.BoolVar(&c.RealIPFromXFF, "real-ip-from-xff", false,
@@ -75,16 +75,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c Config) Compile() (*Format, error) {
 	spec, escape := c.Format, escapeDefault
 	if c.NginxConf != "" {
-		conf, err := os.ReadFile(c.NginxConf)
-		if err != nil {
+		var err error
+		if spec, escape, err = c.nginxFormat(); err != nil {
 			return nil, err
-		}
-		spec, escape, err = nginxLogFormat(conf, c.LogFormatName)
-		if errors.Is(err, errNoLogFormat) && c.LogFormatName == "combined" {
-			spec, escape, err = Combined, escapeDefault, nil // nginx predefines it
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.NginxConf, err)
 		}
 	}
 	vhost := ""
@@ -114,6 +107,30 @@ func (c Config) Compile() (*Format, error) {
 			"format", f.String())
 	}
 	return f, nil
+}
+
+// nginxFormat reads the format named LogFormatName, or if none the one the
+// access_log lines use, from the configuration NginxConf and the files it
+// includes.
+func (c Config) nginxFormat() (spec, escape string, err error) {
+	words, err := readNginxConf(c.NginxConf)
+	if err != nil {
+		return "", "", err
+	}
+	name := c.LogFormatName
+	if name == "" {
+		if name, err = chooseLogFormat(words); err != nil {
+			return "", "", fmt.Errorf("%s: %w", c.NginxConf, err)
+		}
+	}
+	spec, escape, err = logFormatIn(words, name)
+	if errors.Is(err, errNoLogFormat) && name == "combined" {
+		return Combined, escapeDefault, nil // nginx predefines it
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", c.NginxConf, err)
+	}
+	return spec, escape, nil
 }
 
 // Format is a compiled log format. It is safe for concurrent use.

@@ -269,6 +269,11 @@ func nginxLogFormat(conf []byte, name string) (format, escape string, err error)
 	if err != nil {
 		return "", "", err
 	}
+	return logFormatIn(words, name)
+}
+
+// logFormatIn is nginxLogFormat on the words of a configuration.
+func logFormatIn(words []string, name string) (format, escape string, err error) {
 	for i := 0; i < len(words); i++ {
 		if words[i] != "log_format" || i+1 >= len(words) || words[i+1] != name {
 			continue

@@ -12,6 +12,7 @@ package status
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,10 +28,11 @@ import (
 // Config is what a Report says of the process itself.
 type Config struct {
 	Version string    // the program's version
+	Commit  string    // the commit it was built from
 	Started time.Time // when the program started
 	DB      string    // the database file
-	// RequireFiles makes a followed path or glob that matches no file, or a
-	// file that cannot be read, a readiness failure.
+	// RequireFiles makes a followed path or glob that matches no file a
+	// readiness failure; a file that cannot be read always is one.
 	RequireFiles bool
 }
 
@@ -79,6 +81,7 @@ func New(cfg Config, deps Deps) *Report {
 		deps.Pipeline,
 		fileCollector{deps.Files},
 		storeFileCollector{deps.StoreFile},
+		buildInfo(cfg),
 	)
 	if deps.Fleet != nil {
 		r.registry.MustRegister(fleetCollector{deps.Fleet, deps.Now})
@@ -86,11 +89,22 @@ func New(cfg Config, deps Deps) *Report {
 	return r
 }
 
+// buildInfo is logtally_build_info: always 1, with the build in its
+// labels, so that a query can join any figure with the version that made
+// it, and a dashboard can show which versions run.
+func buildInfo(cfg Config) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "logtally_build_info",
+		Help:        "Always 1: the version, commit and Go version logtally was built with, in its labels.",
+		ConstLabels: prometheus.Labels{"version": cfg.Version, "commit": cfg.Commit, "goversion": runtime.Version()}})
+	g.Set(1)
+	return g
+}
+
 // Registry returns the registry behind /metrics.
 func (r *Report) Registry() *prometheus.Registry { return r.registry }
 
-// Ready reports why the daemon cannot make progress: commits failing, or
-// following stopped.
+// Ready reports why the daemon cannot make progress: commits failing,
+// following stopped, a followed file that cannot be read.
 func (r *Report) Ready() error {
 	if err := r.deps.Pipeline.Err(); errors.Is(err, logtally.ErrOutboxFull) {
 		return fmt.Errorf("reading paused until the fleet database takes the waiting batches: %w", err)
@@ -107,13 +121,16 @@ func (r *Report) Ready() error {
 			return fmt.Errorf("following stopped: %w", err)
 		}
 	}
-	if r.cfg.RequireFiles && r.deps.Files != nil {
+	if r.deps.Files != nil {
 		for _, f := range r.deps.Files() {
-			switch f.State {
-			case tailer.Missing:
+			switch {
+			case f.State == tailer.Unreadable:
+				// A file that is there and cannot be read loses its lines
+				// until someone acts, as a path given alone would have
+				// been refused at start: it is no log yet to appear.
+				return fmt.Errorf("cannot read %s: %s", f.Path, f.Error)
+			case f.State == tailer.Missing && r.cfg.RequireFiles:
 				return fmt.Errorf("no file matches %s (--require-files)", f.Path)
-			case tailer.Unreadable:
-				return fmt.Errorf("cannot read %s: %s (--require-files)", f.Path, f.Error)
 			}
 		}
 	}

@@ -164,8 +164,9 @@ func TestRegistry(t *testing.T) {
 
 // TestMissingAndUnreadableFiles: a path that matches nothing and a file that
 // cannot be read are in the status with their state, in /metrics as
-// logtally_file_missing and logtally_file_unreadable (not as lag), and make
-// the daemon not ready only with RequireFiles.
+// logtally_file_missing and logtally_file_unreadable (not as lag); a file
+// that cannot be read makes the daemon not ready, a missing one only with
+// RequireFiles.
 func TestMissingAndUnreadableFiles(t *testing.T) {
 	p, _ := pipeline(t)
 	files := []tailer.FileStatus{
@@ -198,15 +199,20 @@ func TestMissingAndUnreadableFiles(t *testing.T) {
 		gauges["logtally_file_unreadable /var/log/nginx/secret.log"] != 1 {
 		t.Errorf("gauges = %v, want %v", gauges, wantGauges)
 	}
-	if err := r.Ready(); err != nil {
-		t.Errorf("Ready() = %v without RequireFiles, want nil", err)
+	unreadable := "cannot read /var/log/nginx/secret.log: open /var/log/nginx/secret.log: permission denied"
+	if err := r.Ready(); err == nil || err.Error() != unreadable {
+		t.Errorf("Ready() = %v without RequireFiles, want %q", err, unreadable)
 	}
 	r = New(Config{RequireFiles: true}, deps)
 	if err := r.Ready(); err == nil || err.Error() != "no file matches /var/log/nginx/acess.log (--require-files)" {
 		t.Errorf("Ready() = %v with RequireFiles", err)
 	}
 	files = files[1:]
-	if err := r.Ready(); err == nil || !strings.Contains(err.Error(), "cannot read /var/log/nginx/secret.log: open /var/log/nginx/secret.log: permission denied") {
-		t.Errorf("Ready() = %v with RequireFiles and an unreadable file", err)
+	if err := r.Ready(); err == nil || err.Error() != unreadable {
+		t.Errorf("Ready() = %v with RequireFiles and an unreadable file, want %q", err, unreadable)
+	}
+	files = []tailer.FileStatus{{Path: "/var/log/nginx/acess.log", State: tailer.Missing}}
+	if err := New(Config{}, deps).Ready(); err != nil {
+		t.Errorf("Ready() = %v with a missing file and no RequireFiles, want nil", err)
 	}
 }

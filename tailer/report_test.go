@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,35 @@ func stateOf(files []FileStatus) map[string]string {
 		m[f.Path] = f.State
 	}
 	return m
+}
+
+// TestShellExpandedGlobIsHinted: the FILE arguments of an unquoted glob,
+// as the shell expanded it (access.log access.log.1 access.log.2), lose a
+// match at the next rotation; the warning says to quote the glob.
+func TestShellExpandedGlobIsHinted(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "access.log")
+	paths := []string{base, base + ".1", base + ".2"}
+	for i, p := range paths {
+		if err := os.WriteFile(p, []byte("line of file "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log logBuffer
+	w := new(waker.Test)
+	r := start(t, testConfig, Deps{Waker: w, Logger: slog.New(slog.NewTextHandler(&log, nil))}, newSink(), paths...)
+	r.waker = w
+	r.step()
+	if err := os.Remove(paths[2]); err != nil { // logrotate drops the oldest copy
+		t.Fatal(err)
+	}
+	r.step()
+	want := `msg="no file matches" path=` + paths[2] + ` fix="it is named as a rotated copy of ` + base +
+		`, also given: if the shell expanded an unquoted glob into these FILE arguments, quote it ('` + base +
+		`*') so that logtally matches it again as the files rotate (` + base + ` alone is followed with its rotated copies)"`
+	if n := log.count(want); n != 1 {
+		t.Errorf("logged %d times %s, want once; the log:\n%s", n, want, log.buf.String())
+	}
 }
 
 // TestMissingPathIsReported: a path or glob that matches nothing is in

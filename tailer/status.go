@@ -106,6 +106,10 @@ func (t *Tailer) report(path, state string, err error) {
 		fix := "check the path; the file is read as soon as it appears"
 		if hasMeta(path) {
 			fix = "check the pattern; files are read as soon as one matches"
+		} else if stream := t.rotatedCopyOf(path); stream != "" {
+			fix = fmt.Sprintf("it is named as a rotated copy of %s, also given: if the shell expanded an unquoted glob into these FILE arguments, "+
+				"quote it ('%s*') so that logtally matches it again as the files rotate (%s alone is followed with its rotated copies)",
+				stream, stream, stream)
 		}
 		t.log.Warn("no file matches", "path", path, "fix", fix)
 	case Unreadable:
@@ -119,6 +123,19 @@ func (t *Tailer) report(path, state string, err error) {
 		}
 		t.log.Warn("cannot read file", "path", path, "err", err, "fix", fix)
 	}
+}
+
+// rotatedCopyOf returns the plain path among the patterns that path is
+// named as a rotated copy of (access.log for access.log.1), or "": what a
+// shell gives for an unquoted glob, whose matches are gone after the next
+// rotation.
+func (t *Tailer) rotatedCopyOf(path string) string {
+	for _, p := range t.patterns {
+		if p != path && !hasMeta(p) && rotatedName(p, path) {
+			return p
+		}
+	}
+	return ""
 }
 
 // warn logs msg about path once, and again only after ProblemLogInterval

@@ -127,7 +127,7 @@ func TestEnvironmentValuesSayWhatTheyWant(t *testing.T) {
 		{"run", "LOGTALLY_INCLUDE_BOTS", "maybe", `$LOGTALLY_INCLUDE_BOTS="maybe" (--include-bots): want true or false`},
 		{"run", "LOGTALLY_LOG_LEVEL", "loud", `$LOGTALLY_LOG_LEVEL="loud" (--log-level): want debug, info, warn or error`},
 		{"run", "LOGTALLY_LOG_FORMAT", "xml", `$LOGTALLY_LOG_FORMAT="xml" (--log-format): want text or json`},
-		{"run", "LOGTALLY_ADMIN_LISTEN", "8080", `$LOGTALLY_ADMIN_LISTEN="8080" (--admin-listen): want host:port, such as 127.0.0.1:8080 or :8080 (missing port in address)`},
+		{"run", "LOGTALLY_ADMIN_LISTEN", "8080", `$LOGTALLY_ADMIN_LISTEN="8080" (--admin-listen): a port alone: write 127.0.0.1:8080 to listen on this machine only, or :8080 on every interface`},
 		{"replay", "LOGTALLY_MAX_SKEW", "soon", `$LOGTALLY_MAX_SKEW="soon" (--max-skew): want a duration such as 90s, 10m or 1h30m`},
 		{"report", "LOGTALLY_PAGES", "x", `$LOGTALLY_PAGES="x" (--pages): want a whole number`},
 	}

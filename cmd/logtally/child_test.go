@@ -99,8 +99,16 @@ var servingAddr = regexp.MustCompile(`msg=serving addr=(\S+)`)
 // still running at the end of the test is killed.
 func startDaemon(t *testing.T, args string) *daemon {
 	t.Helper()
+	return startDaemonAs(t, os.Args[0], nil, args)
+}
+
+// startDaemonAs is startDaemon, with bin, a copy of the test binary, run
+// as cred's user (see unprivileged).
+func startDaemonAs(t *testing.T, bin string, cred *syscall.Credential, args string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, exited: make(chan struct{})}
-	d.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	d.cmd = exec.Command(bin, "-test.run=^$")
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	d.cmd.Env = append(os.Environ(), childEnv+"=run --admin-listen 127.0.0.1:0 "+args)
 	pipe, err := d.cmd.StderrPipe()
 	if err != nil {

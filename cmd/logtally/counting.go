@@ -65,8 +65,12 @@ func (c *countConfig) validate() error {
 		}
 		return fmt.Errorf("--format: %w", err)
 	}
+	var dbErr error
+	if c.Store.Path != "" {
+		dbErr = checkDBPath(c.Store.Path)
+	}
 	return errors.Join(c.Window.Validate(), c.Rules.Validate(), c.Pipeline.validate(), c.Tailer.Validate(),
-		c.Store.Validate(), c.Counters.Validate())
+		c.Store.Validate(), dbErr, c.Counters.Validate())
 }
 
 // counting is what run and replay open: the database, and the pipeline
@@ -140,6 +144,11 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 			return nil, err
 		}
 		deps.matcher = cn.matcher
+	}
+	if !c.Pipeline.multiSite() && holdsSites(cn.store) {
+		c.Pipeline.keepSites()
+		proc.Logger.Info("the database holds several sites: they are kept apart, and these lines count under site default "+
+			"and in the all-sites view (give --site-field or --site to count them under their own)", "db", c.Store.Path)
 	}
 	if c.Pipeline.multiSite() {
 		if err := allSitesView(cn.store, proc.Logger, c.Store.Path); err != nil {

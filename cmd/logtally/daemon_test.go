@@ -146,8 +146,14 @@ func TestMetricsStatusAndReadiness(t *testing.T) {
 		}
 		lines[key] = mf.GetCounter().GetValue()
 	}
-	if lines["/parsed/"] != 2 || lines["line does not match format/rejected/"] != 1 { // labels: reason, result
+	if lines["parsed/"] != 2 || lines["rejected/"] != 1 {
 		t.Errorf("logtally_lines_total = %v", lines)
+	}
+	rejected := families["logtally_lines_rejected_total"].GetMetric()
+	for _, m := range rejected {
+		if m.GetLabel()[0].GetValue() == "line does not match format" && m.GetCounter().GetValue() != 1 {
+			t.Errorf("logtally_lines_rejected_total{reason=%q} = %v, want 1", m.GetLabel()[0].GetValue(), m.GetCounter().GetValue())
+		}
 	}
 	for _, name := range []string{"logtally_bytes_read_total", "logtally_commit_duration_seconds", "logtally_window_visitors",
 		"logtally_window_pageviews", "logtally_file_lag_bytes", "logtally_store_ready"} {

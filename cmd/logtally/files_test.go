@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,6 +61,49 @@ func TestMistypedPathIsReported(t *testing.T) {
 		}
 		m.Close()
 	}
+}
+
+// TestUnreadableGlobMatchIsNotReady: a file a followed glob matches and
+// logtally cannot read (a path given alone is refused at start) is in the
+// status as unreadable and makes /readyz 503 with the reason, without
+// --require-files: its lines are lost until someone acts. Root reads any
+// file, so as root the program runs as nobody.
+func TestUnreadableGlobMatchIsNotReady(t *testing.T) {
+	t.Parallel()
+	bin, cred := unprivileged(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	readable, secret := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	appendLines(t, readable, line("192.0.2.1", time.Now().Format("02/Jan/2006:15:04:05 -0700"), "GET / HTTP/1.1", 200, browser))
+	appendLines(t, secret, line("192.0.2.2", time.Now().Format("02/Jan/2006:15:04:05 -0700"), "GET / HTTP/1.1", 200, browser))
+	os.Chmod(secret, 0o200) // its owner may write it, nobody may read it
+	if cred == nil {
+		os.Chmod(secret, 0)
+	}
+	d := startDaemonAs(t, bin, cred, "--db "+filepath.Join(dir, "db")+" "+filepath.Join(dir, "*.log"))
+	poll.Until(t, "the status to list the unreadable file", func() bool {
+		_, status := getURLBody(t, d.base()+"/api/v1/status")
+		return strings.Contains(status, `{"path":"`+secret+`","fingerprint":"","offset":0,"size":0,"lag_bytes":0,"state":"unreadable","error":"open `+secret+`: permission denied"}`)
+	})
+	want := `{"error":"not ready: cannot read ` + secret + `: open ` + secret + `: permission denied"}`
+	if code, body := getURLBody(t, d.base()+"/readyz"); code != 503 || body != want {
+		t.Errorf("readyz = %d %s, want 503 %s", code, body, want)
+	}
+}
+
+// getURLBody returns the status and body of GET url.
+func getURLBody(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, strings.TrimSpace(string(b))
 }
 
 // TestNoFalseLagAfterRestart: restarted with nothing new in the log, the

@@ -8,6 +8,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -107,15 +108,30 @@ type addressValue struct{ stringRef }
 
 func (a addressValue) Set(s string) error {
 	if s != "" {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			var addrErr *net.AddrError
-			if errors.As(err, &addrErr) {
-				err = errors.New(addrErr.Err)
-			}
-			return fmt.Errorf("want host:port, such as 127.0.0.1:8080 or :8080 (%v)", err)
+		if err := checkAddress(s); err != nil {
+			return err
 		}
 	}
 	*a.p = s
+	return nil
+}
+
+// checkAddress says what is wrong with s as an address to listen on.
+func checkAddress(s string) error {
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+		return fmt.Errorf("a port alone: write 127.0.0.1:%s to listen on this machine only, or :%s on every interface", s, s)
+	}
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		var addrErr *net.AddrError
+		if errors.As(err, &addrErr) {
+			err = errors.New(addrErr.Err)
+		}
+		return fmt.Errorf("want host:port, such as 127.0.0.1:8080 or :8080 (%v)", err)
+	}
+	if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) { // a name (http) is the system's to resolve
+		return fmt.Errorf("port %q: want a number from 1 to 65535 (0: any free port)", port)
+	}
 	return nil
 }
 

@@ -26,13 +26,13 @@ const minTokenLen = 16
 // reports settings that cannot work or that would expose the admin API.
 func (c *serveConfig) check() error {
 	var errs []error
-	adminFlag := "--admin-listen"
+	c.adminFlag = "--admin-listen"
 	if c.listen != "" {
 		if c.adminSet && c.AdminListen != c.listen {
 			errs = append(errs, fmt.Errorf("--listen %s and --admin-listen %s: --listen is the old name of --admin-listen; give --admin-listen only",
 				c.listen, c.AdminListen))
 		}
-		c.AdminListen, adminFlag = c.listen, "--listen"
+		c.AdminListen, c.adminFlag = c.listen, "--listen"
 	}
 	if c.AdminTokenFile != "" {
 		token, err := readToken(c.AdminTokenFile)
@@ -43,7 +43,7 @@ func (c *serveConfig) check() error {
 	}
 	if !loopback(c.AdminListen) && c.AdminTokenFile == "" {
 		errs = append(errs, fmt.Errorf("%s %s: %w: serve the public figures with --public-listen %s and keep the admin listener on 127.0.0.1, or require a token there with --admin-token-file FILE",
-			adminFlag, c.AdminListen, errAdminExposed, c.AdminListen))
+			c.adminFlag, c.AdminListen, errAdminExposed, c.AdminListen))
 	}
 	if c.PublicListen != "" && c.PublicListen == c.AdminListen && !anyPort(c.PublicListen) {
 		errs = append(errs, fmt.Errorf("--public-listen %s: the admin listener's address too: give each its own", c.PublicListen))

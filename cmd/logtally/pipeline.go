@@ -72,8 +72,14 @@ func (p *pipelineConfig) setSites(patternSites []string, byField bool) {
 }
 
 // multiSite reports whether lines are counted per site: with --site or
-// --site-field.
-func (p *pipelineConfig) multiSite() bool { return p.core().ByField || len(p.core().SiteFiles) > 0 }
+// --site-field, or in a store that holds sites (see storedSites).
+func (p *pipelineConfig) multiSite() bool {
+	return p.core().ByField || p.core().Stored || len(p.core().SiteFiles) > 0
+}
+
+// keepSites makes the pipeline count per site without --site or
+// --site-field, every line under the default site: the store holds sites.
+func (p *pipelineConfig) keepSites() { p.core().Stored = true }
 
 // live makes the pipeline run's: the live loop, which keeps the windows
 // and stores them with each commit, so that a restart rebuilds them exactly.
@@ -156,7 +162,8 @@ func newPipeline(cfg pipelineConfig, d pipelineDeps) (*pipeline, error) {
 // siteWindow restores a site's live window from the store, or starts an
 // empty one for a site the store does not hold yet. Every window ends at
 // end, but for the all-sites view's, the first, which ends where --window-end
-// says: with log, at the newest line stored of any site.
+// says: with log, at the newest line stored of any site, or with none at
+// end until the first line.
 func siteWindow(cfg pipelineConfig, d pipelineDeps, site string, end time.Time) (*window.Window, error) {
 	anchor := live.AnchorClock
 	if site == logtally.AllSites {
@@ -172,10 +179,7 @@ func siteWindow(cfg pipelineConfig, d pipelineDeps, site string, end time.Time) 
 	if st, ok := d.store.Site(site); ok {
 		return live.Restore(st, wcfg, anchor, end)
 	}
-	if anchor == live.AnchorLog {
-		end = time.Unix(0, 0) // nothing stored: the first line moves it
-	}
-	return window.New(wcfg, end), nil
+	return window.New(wcfg, end), nil // with --window-end log, the first line moves it
 }
 
 // Lines returns how many lines the pipeline has read.

@@ -11,6 +11,9 @@ import (
 	"unicode"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/logtally/logtally/classify"
+	"github.com/logtally/logtally/parser"
 )
 
 // The documentation is README.md, ARCHITECTURE.md, deploy/*.md and
@@ -169,6 +172,52 @@ func TestREADMEFirstScreen(t *testing.T) {
 	intro := text[:strings.Index(text, "```")]
 	if !regexp.MustCompile(`cold .go build ./cmd/logtally. took \d+ s`).MatchString(intro) {
 		t.Errorf("the README's first lines do not give the cold build time")
+	}
+}
+
+// TestREADMESaysCurlIsACrawler: a first test of one's own site with curl
+// shows no page view, since curl's user agent is a crawler's: the README
+// says so by its first curl, and it stays true of the default rules.
+func TestREADMESaysCurlIsACrawler(t *testing.T) {
+	t.Parallel()
+	readme := docs(t)[0]
+	var first docBlock
+	for _, b := range readme.blocks() {
+		if strings.Contains(b.text, "$ curl") {
+			first = b
+			break
+		}
+	}
+	// The paragraph after the block: from the line after its closing fence
+	// to the next blank line.
+	var para []string
+	i := first.line + strings.Count(first.text, "\n") + 1
+	for i++; i < len(readme.lines) && strings.TrimSpace(readme.lines[i]) != ""; i++ {
+		para = append(para, readme.lines[i])
+	}
+	text := strings.Join(para, " ")
+	for _, want := range []string{"curl", "not as a page view", "crawler", "-A 'Mozilla/5.0'"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s: the paragraph after the first curl lacks %q: %q", first.where(), want, text)
+		}
+	}
+	format, err := parser.New("combined")
+	if err != nil {
+		t.Fatal(err)
+	}
+	classifier, err := classify.New(classify.DefaultConfig(), testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ua, want := range map[string]bool{"curl/8.5.0": false, "Mozilla/5.0": true} {
+		var rec parser.Record
+		line := `192.0.2.1 - - [21/Nov/2026:12:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "` + ua + `"`
+		if err := format.Parse([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := classifier.Classify(&rec).PageView; got != want {
+			t.Errorf("GET / by %q: page view %v, want %v", ua, got, want)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/fleet"
+	"github.com/logtally/logtally/ingest/live"
 	"github.com/logtally/logtally/status"
 	"github.com/logtally/logtally/storage"
 	"github.com/logtally/logtally/tailer"
@@ -73,18 +74,19 @@ func (r *runCmd) Run(ctx context.Context) (err error) {
 		r.proc.Logger.Warn("--listen is deprecated: it is --admin-listen now, which serves the whole API; serve the public figures apart with --public-listen, and protect the admin listener with --admin-token-file if it must leave loopback",
 			"admin_listen", r.serve.AdminListen)
 	}
+	if err := r.http.listen(r.serve); err != nil {
+		return err // before the database file is created
+	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	if r.counting, err = r.open(ctx, r.proc, r.joinFleet); err != nil {
 		return err
 	}
 	deps := r.start(ctx)
-	report := status.New(status.Config{Version: buildVersion(), Started: r.started, DB: r.Store.Path,
+	report := status.New(status.Config{Version: buildVersion(), Commit: buildCommit(), Started: r.started, DB: r.Store.Path,
 		RequireFiles: r.serve.RequireFiles}, deps)
-	if err := r.http.serveAPI(r.serve, r.apiDeps(report), r.proc.Logger, len(r.patterns), r.Store.Path); err != nil {
-		return err
-	}
-	if r.serve.DebugListen != "" {
-		return r.http.serveDebug(r.serve.DebugListen, r.proc.Logger)
+	r.http.serveAPI(r.serve, r.apiDeps(report), r.proc.Logger, len(r.patterns), r.Store.Path)
+	if r.http.debugLn != nil {
+		r.http.serveDebug(r.proc.Logger)
 	}
 	return nil
 }
@@ -156,7 +158,7 @@ func (r *runCmd) follow(ctx context.Context) (stopped func() error) {
 // history, the status, and the fleet's and the sites' when counted.
 func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 	deps := api.Deps{Snapshot: r.pipeline.Snapshot, Published: r.pipeline.Published, History: r.store, Ready: report.Ready,
-		Status: report.Status, Metrics: report.Registry(), Now: r.proc.Now, Zone: r.store.Location(), Logger: r.proc.Logger,
+		Status: report.Status, Metrics: report.Registry(), Now: r.apiNow(), Zone: r.store.Location(), Logger: r.proc.Logger,
 		Fleet: r.apiFleet(), Backup: r.store.Backup, DB: absPath(r.Store.Path)}
 	sites := apiSites{r.pipeline, r.store, r.matcher}
 	if r.Pipeline.multiSite() {
@@ -167,6 +169,16 @@ func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 		deps.Counters = sites
 	}
 	return deps
+}
+
+// apiNow is what the API takes for now: the clock, or with --window-end
+// log the live window's end, so that a series asked for no range, and
+// "today", are those of the newest line, as the window is.
+func (r *runCmd) apiNow() func() time.Time {
+	if r.Pipeline.forRun.Anchor != live.AnchorLog {
+		return r.proc.Now
+	}
+	return func() time.Time { return r.pipeline.Snapshot().To }
 }
 
 // Rescan matches the followed paths and globs again, as SIGHUP asks.

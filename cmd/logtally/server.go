@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/logtally/logtally/api"
@@ -46,9 +47,11 @@ type serveConfig struct {
 
 	// listen is the deprecated --listen, the old name of --admin-listen;
 	// adminSet says whether --admin-listen was given (on the command line
-	// or in the environment).
-	listen   string
-	adminSet bool
+	// or in the environment); adminFlag is the one of the two that set
+	// AdminListen, for the messages.
+	listen    string
+	adminSet  bool
+	adminFlag string
 }
 
 func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
@@ -63,7 +66,7 @@ func (c *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.Var(addressValue{stringRef{&c.DebugListen}}, "debug-listen",
 		"serve Go's pprof profiles under /debug/pprof/ on this `address`; off when empty (keep it on loopback)")
 	fs.BoolVar(&c.RequireFiles, "require-files", false,
-		"make /readyz fail while a followed path or glob matches no file (they are reported either way)")
+		"make /readyz fail while a followed path or glob matches no file (they are reported either way; a file that cannot be read always fails it)")
 	c.API.RegisterFlags(fs)
 }
 
@@ -74,17 +77,52 @@ type servers struct {
 	adminLn, publicLn, debugLn net.Listener
 }
 
-// serveAPI serves the API that cfg and deps make: every endpoint on the
-// admin listener, and the public figures on the public one if asked.
-func (s *servers) serveAPI(cfg serveConfig, deps api.Deps, log *slog.Logger, paths int, db string) (err error) {
-	if s.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
-		return fmt.Errorf("--admin-listen: %w", err)
+// listen opens the listeners cfg asks for, the API's and the profiles',
+// before anything else starts: an address in use is reported before a
+// database file is created. Close closes them.
+func (s *servers) listen(cfg serveConfig) (err error) {
+	if s.adminLn, err = listenOn(cfg.adminFlag, cfg.AdminListen); err != nil {
+		return err
 	}
 	if cfg.PublicListen != "" {
-		if s.publicLn, err = net.Listen("tcp", cfg.PublicListen); err != nil {
-			return fmt.Errorf("--public-listen: %w", err)
+		if s.publicLn, err = listenOn("--public-listen", cfg.PublicListen); err != nil {
+			return err
 		}
 	}
+	if cfg.DebugListen != "" {
+		if s.debugLn, err = listenOn("--debug-listen", cfg.DebugListen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listenOn listens on addr, which flag gave, and says what to do when it
+// cannot.
+func listenOn(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("%s %s: %w: another program listens there (ss -ltnp 'sport = :%s' names it): stop it, or give %s another address",
+			flag, addr, syscall.EADDRINUSE, port, flag)
+	case errors.Is(err, syscall.EACCES):
+		return nil, fmt.Errorf("%s %s: %w: a port below 1024 needs root or CAP_NET_BIND_SERVICE: give a port above 1023",
+			flag, addr, syscall.EACCES)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return nil, fmt.Errorf("%s %s: %w: no network interface of this machine has that address: give one it has, such as 127.0.0.1:%s",
+			flag, addr, syscall.EADDRNOTAVAIL, port)
+	}
+	return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+}
+
+// serveAPI serves the API that cfg and deps make on the listeners that
+// listen opened: every endpoint on the admin listener, and the public
+// figures on the public one if asked.
+func (s *servers) serveAPI(cfg serveConfig, deps api.Deps, log *slog.Logger, paths int, db string) {
 	handler := api.New(cfg.API, deps)
 	s.admin = apiServer(handler, api.Admin)
 	go s.admin.Serve(s.adminLn)
@@ -95,7 +133,6 @@ func (s *servers) serveAPI(cfg serveConfig, deps api.Deps, log *slog.Logger, pat
 		go s.public.Serve(s.publicLn)
 		log.Info("serving the public figures", "addr", s.publicLn.Addr().String(), "listener", "public")
 	}
-	return nil
 }
 
 // apiServer returns the server of listener l of handler.
@@ -116,22 +153,16 @@ func apiServer(handler *api.Server, l api.Listener) *http.Server {
 
 // serveDebug serves the pprof profiles on their own listener, apart from
 // the API, so that they are never exposed where the API is.
-func (s *servers) serveDebug(addr string, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--debug-listen: %w", err)
-	}
+func (s *servers) serveDebug(log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	s.debugLn = ln
 	s.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
-	go s.debug.Serve(ln)
-	log.Info("serving profiles", "addr", ln.Addr().String())
-	return nil
+	go s.debug.Serve(s.debugLn)
+	log.Info("serving profiles", "addr", s.debugLn.Addr().String())
 }
 
 // close shuts both listeners of the API down together, letting responses
@@ -155,6 +186,8 @@ func (s *servers) close() error {
 	}
 	if s.debug != nil {
 		errs[2] = s.debug.Close()
+	} else if s.debugLn != nil {
+		s.debugLn.Close() // not served yet
 	}
 	s.admin, s.public, s.debug = nil, nil, nil
 	return errors.Join(errs...)

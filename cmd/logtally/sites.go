@@ -51,6 +51,13 @@ func allSitesView(store *storage.Store, log *slog.Logger, path string) error {
 	return nil
 }
 
+// holdsSites reports whether the store was counted per site: it has the
+// all-sites view, which counting per site made.
+func holdsSites(store *storage.Store) bool {
+	_, ok := store.Site(logtally.AllSites)
+	return ok
+}
+
 // storedSites returns the sites the store holds lines of.
 func storedSites(store *storage.Store) ([]string, error) {
 	var sites []string

@@ -29,6 +29,9 @@ func (l *Loop) apply(r *ingest.Result) {
 		h := &r.Hits[i]
 		first := mi
 		mi = r.MatchesEnd(i, mi)
+		if w.clock {
+			w.restart(h.Time)
+		}
 		if w.anchor == AnchorLog && h.Time > w.last {
 			w.last = h.Time
 			all.Advance(time.Unix(h.Time, 0))

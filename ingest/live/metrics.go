@@ -16,10 +16,11 @@ var (
 		[]string{"site"}, nil)
 	siteRequestsDesc = prometheus.NewDesc("logtally_site_window_requests", "Requests of a site in the live window.",
 		[]string{"site"}, nil)
-	// Named counters: their totals, never per key (keys are unbounded).
-	counterWindowDesc = prometheus.NewDesc("logtally_counter_window_lines", "Lines a named counter counts in the live window.",
+	// Named counters: their totals, never per key (keys are unbounded),
+	// named as the core's logtally_named_count_lines_total is.
+	counterWindowDesc = prometheus.NewDesc("logtally_named_count_window_lines", "Lines a named counter counts in the live window.",
 		[]string{"counter"}, nil)
-	counterVisitorsDesc = prometheus.NewDesc("logtally_counter_window_visitors",
+	counterVisitorsDesc = prometheus.NewDesc("logtally_named_count_window_visitors",
 		"Distinct visitors of a named counter's lines in the live window.", []string{"counter"}, nil)
 )
 

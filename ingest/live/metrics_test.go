@@ -49,14 +49,13 @@ func TestMetrics(t *testing.T) {
 	}
 	lines := values("logtally_lines_total")
 	var rejected float64
-	for key, n := range lines {
-		if strings.HasSuffix(key, "/rejected") {
-			rejected += n
-		}
+	for _, n := range values("logtally_lines_rejected_total") {
+		rejected += n
 	}
 	// Chunks makes every 50th line bad.
-	if lines["/parsed"] != 980 || rejected != 20 {
-		t.Errorf("logtally_lines_total = %v, want 980 parsed and 20 rejected", lines)
+	if lines["parsed"] != 980 || lines["rejected"] != 20 || rejected != 20 {
+		t.Errorf("logtally_lines_total = %v and logtally_lines_rejected_total sums to %v, want 980 parsed and 20 rejected",
+			lines, rejected)
 	}
 	want := map[string]float64{
 		"logtally_bytes_read_total":        float64(l.BytesRead()),

@@ -29,7 +29,9 @@ type Checkpoint interface {
 // stopped.
 //
 // The window ends at now, or with anchor AnchorLog at the last second of
-// the newest stored minute (at 1970 when nothing is stored). The stored
+// the newest stored minute. With AnchorLog and nothing stored, it ends at
+// now too, and follows the clock until the first line says where it ends
+// (see windows.restart). The stored
 // minutes are the truth, whoever wrote them: a run, which also checkpoints
 // the window per second, or a replay, which does not. Each minute of the
 // window is put back exactly from its checkpointed seconds, and what the
@@ -82,7 +84,7 @@ func Restore(store Checkpoint, cfg window.Config, anchor string, now time.Time) 
 }
 
 // windowEnd returns where a restored window ends: now, or with AnchorLog at
-// the last second of the newest stored minute (at 1970 when nothing is
+// the last second of the newest stored minute (now when nothing is
 // stored).
 func windowEnd(store Checkpoint, anchor string, now time.Time) (time.Time, error) {
 	if anchor != AnchorLog {
@@ -90,7 +92,7 @@ func windowEnd(store Checkpoint, anchor string, now time.Time) (time.Time, error
 	}
 	last, ok, err := store.Last()
 	if err != nil || !ok {
-		return time.Unix(0, 0), err
+		return now, err
 	}
 	return last.Add(time.Minute - time.Second), nil
 }

@@ -3,6 +3,7 @@ package live
 import (
 	"bytes"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,8 +110,8 @@ func TestRestoreEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := w.Current(); s.Requests != 0 || !s.To.Equal(time.Unix(1, 0)) {
-		t.Errorf("empty store, anchored at the log: window %s, want an empty one ending at 1970", snapshotText(s))
+	if s := w.Current(); s.Requests != 0 || !s.To.Equal(t0.Add(time.Second)) {
+		t.Errorf("empty store, anchored at the log: window %s, want an empty one ending now", snapshotText(s))
 	}
 	w, err = Restore(store, window.DefaultConfig(), AnchorClock, t0)
 	if err != nil {
@@ -119,6 +120,42 @@ func TestRestoreEmpty(t *testing.T) {
 	if s := w.Current(); s.Requests != 0 || !s.To.Equal(t0.Add(time.Second)) {
 		t.Errorf("empty store, on the clock: window %s, want an empty one ending now", snapshotText(s))
 	}
+}
+
+// TestLogAnchoredFollowsClockUntilFirstLine: with the window at the newest
+// line and nothing stored, the window is the clock's (not one ending in
+// 1970) until the first line, which moves it to the line's time, with the
+// lines rejected before it still counted.
+func TestLogAnchoredFollowsClockUntilFirstLine(t *testing.T) {
+	store := ingesttest.Store(t)
+	format, classifier := ingesttest.Combined(t)
+	var now atomic.Int64
+	now.Store(t0.Add(6 * 24 * time.Hour).Unix())
+	clock := func() time.Time { return time.Unix(now.Load(), 0) }
+	wcfg := window.Config{Length: 10 * time.Minute}
+	w, err := Restore(store, wcfg, AnchorLog, clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustNew(t, Config{Anchor: AnchorLog}, Deps{Deps: ingest.Deps{Format: format, Classifier: classifier, Now: clock},
+		Store: store, Window: w})
+	check := func(when string, to time.Time, requests, rejected int64) {
+		t.Helper()
+		s := l.Snapshot()
+		if !s.To.Equal(to) || s.Requests != requests || s.Rejected != rejected {
+			t.Errorf("%s: window %s rejected=%d, want one to %s with %d requests and %d rejected",
+				when, snapshotText(s), s.Rejected, to.UTC(), requests, rejected)
+		}
+	}
+	check("at start", clock().Add(time.Second), 0, 0)
+	now.Add(60)
+	l.publish()
+	check("a minute later", clock().Add(time.Second), 0, 0)
+	c := ingesttest.Chunk(0, 0, 60)
+	c.Data = append([]byte("not a line\n"), c.Data...)
+	c.Offset += int64(len("not a line\n"))
+	run(t, l, c)
+	check("after the first lines", t0.Add(60*time.Second), 60, 1)
 }
 
 // TestRestoreCurrentMinute: lines a replay stored in the minute that is not

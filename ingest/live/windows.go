@@ -23,6 +23,10 @@ type windows struct {
 	newWindow func(site string, end time.Time) (*window.Window, error)
 	now       func() time.Time
 	last      int64 // newest line second seen, for AnchorLog
+	// clock is set, with AnchorLog, while no line is stored or seen: the
+	// windows follow the clock until the first line, which moves them to
+	// its time (restart).
+	clock bool
 	// names are the declared counters' names; byCounter, their windows by
 	// name, is set in New and only read after.
 	names     []string
@@ -55,16 +59,32 @@ func (w *windows) init(cfg Config, deps Deps) error {
 		if w.all = deps.Window; w.all == nil {
 			return errors.New("ingest: no window")
 		}
-		return nil
+	} else {
+		if deps.NewWindow == nil {
+			return errors.New("ingest: several sites and no NewWindow")
+		}
+		var err error
+		if w.all, err = deps.NewWindow(logtally.AllSites, w.now()); err != nil {
+			return fmt.Errorf("site %s: %w", logtally.AllSites, err)
+		}
 	}
-	if deps.NewWindow == nil {
-		return errors.New("ingest: several sites and no NewWindow")
-	}
-	var err error
-	if w.all, err = deps.NewWindow(logtally.AllSites, w.now()); err != nil {
-		return fmt.Errorf("site %s: %w", logtally.AllSites, err)
-	}
+	// A window restored with AnchorLog holds the newest stored minute: an
+	// empty one means that nothing is stored.
+	w.clock = w.anchor == AnchorLog && w.all.Empty()
 	return nil
+}
+
+// restart moves every window to end at sec, the first line's, once, when
+// nothing was stored: until then they followed the clock.
+func (w *windows) restart(sec int64) {
+	w.clock = false
+	end := time.Unix(sec, 0)
+	for _, sw := range w.sites {
+		sw.Restart(end)
+	}
+	for _, cw := range w.counters {
+		cw.Restart(end)
+	}
 }
 
 // newSite gives a site or counter the core adds its window (see
@@ -123,7 +143,7 @@ func (w *windows) of(s *ingest.Site) *window.Window {
 // advance moves a window to the loop's end: the clock's, or the newest
 // line's.
 func (w *windows) advance(win *window.Window, clock time.Time) {
-	if w.anchor == AnchorClock {
+	if w.anchor == AnchorClock || w.clock {
 		win.Advance(clock)
 	} else if w.last != 0 {
 		win.Advance(time.Unix(w.last, 0))

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/internal/poll"
+)
+
+// TestMetricsPassPromtool: a live /metrics, with sites, a named counter, a
+// missing file and API requests answered, passes `promtool check metrics`
+// (Prometheus's own lint: no type in a name, a _total on every counter,
+// help on every metric), and carries the build and the API's answer times.
+func TestMetricsPassPromtool(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := start(t, time.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0",
+		"--format", "vhost_combined", "--site-field", "%v", "--window-end", "log", "--counter", "post=GET /posts/{n}",
+		filepath.Join(root, "testdata", "vhosts.log"), filepath.Join(dir, "missing.log"))
+	poll.Until(t, "the sample's lines", func() bool { return m.pipeline().Lines() == 60 })
+	for _, path := range []string{"/api/v1/stats", "/api/v1/series", "/api/v1/counters/post?key=1", "/nope"} {
+		get(t, m, path)
+	}
+	code, body := get(t, m, "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	t.Run("promtool", func(t *testing.T) {
+		promtool, err := exec.LookPath("promtool")
+		if err != nil {
+			t.Skip("promtool not installed (Debian's prometheus package), skipping the lint of /metrics")
+		}
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body + "\n")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out.String())
+		}
+	})
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^logtally_build_info\{commit="[^"]+",goversion="go1[^"]*",version="[^"]+"\} 1$`),
+		regexp.MustCompile(`(?m)^logtally_api_request_duration_seconds_count\{route="/api/v1/stats"\} 1$`),
+		regexp.MustCompile(`(?m)^logtally_lines_total\{result="parsed"\} 60$`),
+		regexp.MustCompile(`(?m)^logtally_lines_rejected_total\{reason="line does not match format"\} 0$`),
+		regexp.MustCompile(`(?m)^logtally_named_count_lines_total\{counter="post"\} 27$`),
+		regexp.MustCompile(`(?m)^logtally_file_missing\{path=".*missing\.log"\} 1$`),
+	} {
+		if !want.MatchString(body) {
+			t.Errorf("/metrics has no line matching %s", want)
+		}
+	}
+	if strings.Contains(body, `=""`) {
+		t.Errorf("/metrics has an empty label:\n%s", grepLines(body, `=""`))
+	}
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
