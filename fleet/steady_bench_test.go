@@ -39,7 +39,7 @@ var (
 //
 //	go test -run '^$' -bench Steady -benchtime 1x -steady 10s -steady-rates 2000,20000 ./fleet
 func BenchmarkSteady(b *testing.B) {
-	srv := pgtest.Start(b, "fsync=on", "shared_buffers=256MB")
+	srv := pgtest.Start(b, "fsync=on", "shared_buffers=256MB", "max_connections=300")
 	for _, nodes := range intList(b, *steadyNodes) {
 		for _, rate := range intList(b, *steadyRates) {
 			b.Run(fmt.Sprintf("nodes=%d/rate=%d", nodes, rate), func(b *testing.B) {
