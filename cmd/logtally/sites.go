@@ -68,6 +68,15 @@ func storedSites(store *storage.Store) ([]string, error) {
 	return sites, nil
 }
 
+// counterSites returns the site names of m's counters.
+func counterSites(m *counter.Matcher) []string {
+	var names []string
+	for _, c := range m.Counters() {
+		names = append(names, logtally.CounterSite(c.Name))
+	}
+	return names
+}
+
 // apiSites is what the API reads of the sites: the pipeline's live windows
 // and the store's history.
 type apiSites struct {
