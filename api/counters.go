@@ -186,6 +186,12 @@ type KeyCount struct {
 	Total  int64  `json:"total"`
 	// WindowVisitors is the key's distinct visitors in the live window.
 	WindowVisitors int64 `json:"window_visitors"`
+	// Exact says that Today and Total are the key's whole counts. Past
+	// --max-day-paths keys a day, and --max-paths in all, the rest are
+	// counted under (other): a key not counted on a day that folded some
+	// may have been folded, and once anything was folded in all, a total
+	// may lack what a day folded.
+	Exact bool `json:"exact"`
 }
 
 // counterKeys answers GET /api/v1/counters/NAME?key=K&key=K.
@@ -202,10 +208,14 @@ func (s *Server) counterKeys(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.PathCounts(keys, s.deps.Now())
+	// What the caps folded (logtally.OtherPath) tells which counts are
+	// exact.
+	counts, err := h.PathCounts(append(slices.Clip(keys), logtally.OtherPath), s.deps.Now())
 	if err != nil {
 		return err
 	}
+	other := counts[len(counts)-1]
+	counts = counts[:len(counts)-1]
 	live := make(map[string]logtally.PageCount, len(snap.Pages))
 	for _, p := range snap.Pages {
 		live[p.Path] = p
@@ -213,7 +223,8 @@ func (s *Server) counterKeys(w http.ResponseWriter, r *request) error {
 	body := KeyCounts{Counter: name, Keys: make([]KeyCount, len(counts))}
 	for i, c := range counts {
 		w := live[c.Path]
-		body.Keys[i] = KeyCount{Key: c.Path, Window: w.PageViews, WindowVisitors: w.Visitors, Today: c.Day, Total: c.Total}
+		body.Keys[i] = KeyCount{Key: c.Path, Window: w.PageViews, WindowVisitors: w.Visitors, Today: c.Day, Total: c.Total,
+			Exact: (other.Day == 0 || c.Day > 0) && other.Total == 0}
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestCounterNeverMatchedAnswers(t *testing.T) {
 		"recent": "/api/v1/series?counter=never",
 	}
 	wants := map[string]string{
-		"key":    `{"counter":"never","keys":[{"key":"1","window":0,"today":0,"total":0,"window_visitors":0}]}`,
+		"key":    `{"counter":"never","keys":[{"key":"1","window":0,"today":0,"total":0,"window_visitors":0,"exact":true}]}`,
 		"top":    `"exact":true,"items":[],"other":0}`,
 		"series": `"requests":0,`,
 		"recent": `"points":[`,
@@ -37,6 +38,38 @@ func TestCounterNeverMatchedAnswers(t *testing.T) {
 		code, body := get(t, m, path)
 		if code != http.StatusOK || !strings.Contains(body, wants[name]) {
 			t.Errorf("before the first commit, %s: %d %s, want 200 with %s", path, code, body, wants[name])
+		}
+	}
+}
+
+// TestCounterKeysPastDayCap: a day that counted more keys than
+// --max-day-paths says so: its top keys are not exact and the folded
+// counts are its other, not a key; a key folded on that day is not
+// exact.
+func TestCounterKeysPastDayCap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log, db := filepath.Join(dir, "access.log"), filepath.Join(dir, "db")
+	clk := newClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	var lines []string
+	for i := range 10 {
+		for range 3 {
+			lines = append(lines, line("10.0.0.1", clk.At(-time.Minute), "GET /k/a HTTP/1.1", 200, browser))
+		}
+		lines = append(lines, line("10.0.0.1", clk.At(-time.Minute), fmt.Sprintf("GET /k/%d HTTP/1.1", i), 200, browser))
+	}
+	appendLines(t, log, lines...)
+	decl := []string{"--db", db, "--tz", "UTC", "--max-day-paths", "2", "--counter", "k=GET /k/{id}"}
+	replayLogs(t, append(decl, log)...)
+	m := start(t, clk.Now, append(append([]string{"run", "--listen", "127.0.0.1:0"}, decl...), filepath.Join(dir, "none.log"))...)
+	_, top := get(t, m, "/api/v1/counters/k/top?from=2026-11-21&to=2026-11-21")
+	if want := `"exact":false,"items":[{"key":"a","count":30},{"key":"0","count":1}],"other":9}`; !strings.Contains(top, want) {
+		t.Errorf("top keys of the day: %s, want %s", top, want)
+	}
+	_, keys := get(t, m, "/api/v1/counters/k?key=a&key=5")
+	for _, want := range []string{`{"key":"a","window":30,"today":30,"total":30,`, `{"key":"5","window":1,"today":0,"total":0,"window_visitors":0,"exact":false}`} {
+		if !strings.Contains(keys, want) {
+			t.Errorf("keys: %s, want %s", keys, want)
 		}
 	}
 }
