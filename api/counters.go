@@ -258,6 +258,10 @@ type KeysBody struct {
 	KeptFrom      time.Time `json:"kept_from,omitzero"`
 	Items         []KeyItem `json:"items"`
 	Other         *int64    `json:"other,omitempty"` // of a range: see PagesRange.Other
+	// VisitorsApproximate, of the window, says that the keys' visitors
+	// are lower bounds: the window holds more pairs of key and visitor
+	// than it keeps (see window.Config.MaxPairs).
+	VisitorsApproximate bool `json:"visitors_approximate,omitempty"`
 }
 
 // KeyItem is one key and its count.
@@ -286,6 +290,7 @@ func (s *Server) counterTop(w http.ResponseWriter, r *request) error {
 	}
 	if ranged == nil {
 		body.From, body.To, body.WindowSeconds = snap.From, snap.To, int64(snap.Length/time.Second)
+		body.VisitorsApproximate = snap.PageVisitorsApproximate
 	} else {
 		body.From, body.To, body.Exact, body.Other = ranged.from, ranged.to, &ranged.exact, &ranged.other
 		body.KeptFrom = ranged.keptFrom
