@@ -52,6 +52,9 @@ func (s *Site) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
 type siteSet struct {
 	mu sync.RWMutex
 	m  map[string]*Site
+	// shares holds the sites that share another's history, and whose
+	// (see share.go).
+	shares map[string]string
 }
 
 // Site returns the site called name, and false when the store holds none.

@@ -600,3 +600,40 @@ func TestAddSites(t *testing.T) {
 		t.Errorf("Sites() after reopening = %v, want %v", got, want)
 	}
 }
+
+// TestShareSite: a new site shares another's history, which commits of its
+// batches leave alone and readers read through Shares, also after
+// reopening; a site with a history of its own does not; Unshare gives a
+// sharing site a copy of the history.
+func TestShareSite(t *testing.T) {
+	s := mustOpen(t, Config{})
+	a, b := twoSites[0].site, twoSites[1].site
+	if err := s.Commit(siteBatch(twoSites[0], 1), siteBatch(twoSites[1], 1)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.ShareSite(b, a); ok || err != nil {
+		t.Errorf("ShareSite of a site with a history = %v, %v; want false", ok, err)
+	}
+	if ok, err := s.ShareSite("c.example", a); !ok || err != nil {
+		t.Fatalf("ShareSite of a new site = %v, %v; want true", ok, err)
+	}
+	ab := siteBatch(twoSites[0], 2)
+	ab.SetAlso([]string{"c.example"})
+	if err := s.Commit(ab); err != nil {
+		t.Fatal(err)
+	}
+	want := readAll(t, mustSite(t, s, a))
+	s = reopen(t, s)
+	if got := s.Shares("c.example"); got != a {
+		t.Fatalf("Shares after reopening = %s, want %s", got, a)
+	}
+	if got := readAll(t, mustSite(t, s, "c.example")); got == want {
+		t.Error("the sharing site's own buckets hold the history")
+	}
+	if err := s.Unshare("c.example"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, mustSite(t, s, "c.example")); s.Shares("c.example") != "c.example" || got != want {
+		t.Errorf("after Unshare:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/storage"
 )
 
 // TestCounterNeverMatchedAnswers: a counter that has matched nothing, right
@@ -70,6 +73,51 @@ func TestCounterKeysPastDayCap(t *testing.T) {
 	for _, want := range []string{`{"key":"a","window":30,"today":30,"total":30,`, `{"key":"5","window":1,"today":0,"total":0,"window_visitors":0,"exact":false}`} {
 		if !strings.Contains(keys, want) {
 			t.Errorf("keys: %s, want %s", keys, want)
+		}
+	}
+}
+
+// TestSameCountersStoredOnce: counters that count the same lines under the
+// same keys (same method, pattern and status) are counted and stored once,
+// and each answers as the first; one declared later that counts apart
+// again keeps the history it shared, and counts on its own from there.
+func TestSameCountersStoredOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "db")
+	logs := filepath.Join("..", "..", "testdata", "counters.log")
+	same := []string{"--db", db, "--tz", "UTC", "--counter", "click=GET /watch/{id}", "--counter", "watch=GET /watch/{n}"}
+	replayLogs(t, append(same, logs)...)
+	got, err := reportOf(t, "--db", db, "--tz", "UTC", "--pages", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"counter click: 64 lines, 33 visitors", "counter watch: 64 lines, 33 visitors"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report: no %q in\n%s", want, got)
+		}
+	}
+	store, err := storage.OpenReadOnly(storage.Config{Path: db, TZ: "UTC"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, _ := store.Site(logtally.CounterSite("watch"))
+	minutes, err := watch.Minutes(time.Time{}, time.Now())
+	store.Close()
+	if err != nil || len(minutes) != 0 {
+		t.Errorf("watch's own site holds %d minutes (%v), want none: it shares click's", len(minutes), err)
+	}
+	// watch alone, counting a line more than click would.
+	apart := filepath.Join(dir, "more.log")
+	appendLines(t, apart, line("10.9.9.9", "21/Nov/2026:12:09:00 +0000", "GET /watch/1 HTTP/1.1", 200, browser))
+	replayLogs(t, "--db", db, "--tz", "UTC", "--counter", "watch=GET /watch/{n}", apart)
+	got, err = reportOf(t, "--db", db, "--tz", "UTC", "--pages", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"counter click: 64 lines", "counter watch: 65 lines"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report after watch counted apart: no %q in\n%s", want, got)
 		}
 	}
 }

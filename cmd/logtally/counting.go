@@ -136,9 +136,7 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 			return nil, err
 		}
 		deps.matcher = cn.matcher
-		// Each declared counter has a history from the start, of zeros
-		// until it counts: the API answers it, and report lists it.
-		if err := cn.store.AddSites(counterSites(cn.matcher)...); err != nil {
+		if err := storeCounters(cn.store, cn.matcher); err != nil {
 			return nil, err
 		}
 	}

@@ -112,7 +112,7 @@ func (c *reportCmd) counters(store *storage.Store) ([]report.CounterSource, erro
 	}
 	var counters []report.CounterSource
 	for _, ct := range declared {
-		st, ok := store.Site(logtally.CounterSite(ct.Name))
+		st, ok := store.Site(store.Shares(logtally.CounterSite(ct.Name)))
 		if !ok {
 			return nil, fmt.Errorf("%s: the database holds no counter %s; %s", counterWhere(ct), ct.Name, heldCounters(held))
 		}

@@ -68,13 +68,33 @@ func storedSites(store *storage.Store) ([]string, error) {
 	return sites, nil
 }
 
-// counterSites returns the site names of m's counters.
-func counterSites(m *counter.Matcher) []string {
+// storeCounters gives each of m's counters its site in the store before a
+// line is counted, so that one has a history from the start, of zeros
+// until it counts: the API answers it, and report lists it. A counter that
+// counts the same as one declared before it (counter.Matcher.Same) shares
+// that one's history, unless it holds one of its own; one that shared a
+// history and now counts apart gets a copy of it.
+func storeCounters(store *storage.Store, m *counter.Matcher) error {
+	cs := m.Counters()
 	var names []string
-	for _, c := range m.Counters() {
+	for _, c := range cs {
 		names = append(names, logtally.CounterSite(c.Name))
 	}
-	return names
+	for i, name := range names {
+		lead := names[m.Same(i)]
+		if as := store.Shares(name); as != name && as != lead {
+			if err := store.Unshare(name); err != nil {
+				return err
+			}
+		}
+		if lead == name {
+			continue
+		}
+		if _, err := store.ShareSite(name, lead); err != nil {
+			return err
+		}
+	}
+	return store.AddSites(names...)
 }
 
 // apiSites is what the API reads of the sites: the pipeline's live windows
@@ -100,5 +120,5 @@ func (a apiSites) Declared() ([]counter.Counter, []counter.Ratio) {
 
 // CounterHistory implements api.Counters.
 func (a apiSites) CounterHistory(name string) api.History {
-	return a.SiteHistory(logtally.CounterSite(name))
+	return a.SiteHistory(a.store.Shares(logtally.CounterSite(name)))
 }
