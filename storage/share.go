@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -34,7 +35,7 @@ func (s *Store) loadShares(tx *bolt.Tx) {
 }
 
 // Shares returns the site whose history site reads: site itself, or the
-// one it shares (see ShareSite).
+// one it shares (see ShareSites).
 func (s *Store) Shares(site string) string {
 	s.sites.mu.RLock()
 	defer s.sites.mu.RUnlock()
@@ -44,44 +45,55 @@ func (s *Store) Shares(site string) string {
 	return site
 }
 
-// ShareSite makes site read the history of site as, and commits write
-// nothing into it, when site holds no history of its own (it is new, or
-// shares one already); it reports whether site shares as's history. A site
-// with a history of its own is left as it is: its batches are written
-// into it, as they were.
-func (s *Store) ShareSite(site, as string) (bool, error) {
+// Share is a site that is to read the history of site As (see ShareSites).
+type Share struct{ Site, As string }
+
+// ShareSites makes each share's site read the history of its As, and
+// commits write nothing into it, when the site holds no history of its
+// own (it is new, or shares one already), in one transaction; it returns
+// the sites that share a history now. A site with a history of its own is
+// left as it is: its batches are written into it, as they were.
+func (s *Store) ShareSites(shares ...Share) (shared []string, err error) {
+	if len(shares) == 0 {
+		return nil, nil
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if s.Shares(site) == as {
-		return true, nil
-	}
-	si, held := s.Site(site)
-	shared := false
-	err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
-		if !held {
-			if err := createSite(tx, site); err != nil {
+	var fresh []*Site
+	err = s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
+		fresh, shared = fresh[:0], shared[:0]
+		for _, sh := range shares {
+			si, held := s.Site(sh.Site)
+			if !held {
+				if err := createSite(tx, sh.Site); err != nil {
+					return nil, err
+				}
+				fresh = append(fresh, s.newSite(sh.Site))
+			} else if s.Shares(sh.Site) == sh.Site && hasHistory(si, tx) {
+				continue
+			}
+			counters := tx.Bucket(bucketSites).Bucket([]byte(sh.Site)).Bucket(bucketCounters)
+			if err := counters.Put(keyShares, []byte(sh.As)); err != nil {
 				return nil, err
 			}
-		} else if s.Shares(site) == site && hasHistory(si, tx) {
-			return nil, nil
+			shared = append(shared, sh.Site)
 		}
-		shared = true
-		return nil, tx.Bucket(bucketSites).Bucket([]byte(site)).Bucket(bucketCounters).Put(keyShares, []byte(as))
+		return nil, nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("share site %s with %s: %w", site, as, err)
+		return nil, fmt.Errorf("share sites: %w", err)
 	}
-	if !shared {
-		return false, nil
-	}
-	if !held {
-		si = s.newSite(site)
+	for _, si := range fresh {
 		s.addSite(si)
 	}
 	s.sites.mu.Lock()
-	s.sites.shares[site] = as
+	for _, sh := range shares {
+		if slices.Contains(shared, sh.Site) {
+			s.sites.shares[sh.Site] = sh.As
+		}
+	}
 	s.sites.mu.Unlock()
-	return true, nil
+	return shared, nil
 }
 
 // hasHistory reports whether a site holds a minute, hour or day.
@@ -94,7 +106,7 @@ func hasHistory(si *Site, tx *bolt.Tx) bool {
 	return false
 }
 
-// Unshare gives site, if it shares another's history (see ShareSite), a
+// Unshare gives site, if it shares another's history (see ShareSites), a
 // copy of that history, in one transaction, from which on commits write
 // into it.
 func (s *Store) Unshare(site string) error {

@@ -601,21 +601,19 @@ func TestAddSites(t *testing.T) {
 	}
 }
 
-// TestShareSite: a new site shares another's history, which commits of its
+// TestShareSites: a new site shares another's history, which commits of its
 // batches leave alone and readers read through Shares, also after
 // reopening; a site with a history of its own does not; Unshare gives a
 // sharing site a copy of the history.
-func TestShareSite(t *testing.T) {
+func TestShareSites(t *testing.T) {
 	s := mustOpen(t, Config{})
 	a, b := twoSites[0].site, twoSites[1].site
 	if err := s.Commit(siteBatch(twoSites[0], 1), siteBatch(twoSites[1], 1)); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.ShareSite(b, a); ok || err != nil {
-		t.Errorf("ShareSite of a site with a history = %v, %v; want false", ok, err)
-	}
-	if ok, err := s.ShareSite("c.example", a); !ok || err != nil {
-		t.Fatalf("ShareSite of a new site = %v, %v; want true", ok, err)
+	shared, err := s.ShareSites(Share{b, a}, Share{"c.example", a})
+	if err != nil || !slices.Equal(shared, []string{"c.example"}) {
+		t.Fatalf("ShareSites = %v, %v; want the new site alone: the other has a history", shared, err)
 	}
 	ab := siteBatch(twoSites[0], 2)
 	ab.SetAlso([]string{"c.example"})

@@ -80,6 +80,7 @@ func storeCounters(store *storage.Store, m *counter.Matcher) error {
 	for _, c := range cs {
 		names = append(names, logtally.CounterSite(c.Name))
 	}
+	var shares []storage.Share
 	for i, name := range names {
 		lead := names[m.Same(i)]
 		if as := store.Shares(name); as != name && as != lead {
@@ -87,12 +88,12 @@ func storeCounters(store *storage.Store, m *counter.Matcher) error {
 				return err
 			}
 		}
-		if lead == name {
-			continue
+		if lead != name {
+			shares = append(shares, storage.Share{Site: name, As: lead})
 		}
-		if _, err := store.ShareSite(name, lead); err != nil {
-			return err
-		}
+	}
+	if _, err := store.ShareSites(shares...); err != nil {
+		return err
 	}
 	return store.AddSites(names...)
 }
