@@ -124,7 +124,9 @@ func (w *Window) sweepPairs() {
 				kept = append(kept, k)
 			}
 		}
-		clear(s.pairs[len(kept):])
+		if cap(kept) > 2*len(kept)+64 { // give back what the stale held
+			kept = append([]uint64(nil), kept...)
+		}
 		s.pairs = kept
 	}
 }
