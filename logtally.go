@@ -67,6 +67,10 @@ type Snapshot struct {
 	Approximate bool
 	Rejected    int64       // lines rejected in the window: unparsable, or too far in the future
 	Pages       []PageCount // top pages, most viewed first, then by path
+	// PageVisitorsApproximate is set when the Visitors of Pages (a named
+	// counter's visitors per key) are lower bounds: the window holds more
+	// pairs of key and visitor than it keeps.
+	PageVisitorsApproximate bool
 }
 
 // PathViews returns a path's page views in the snapshot, and whether the

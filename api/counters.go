@@ -186,6 +186,12 @@ type KeyCount struct {
 	Total  int64  `json:"total"`
 	// WindowVisitors is the key's distinct visitors in the live window.
 	WindowVisitors int64 `json:"window_visitors"`
+	// Exact says that Today and Total are the key's whole counts. Past
+	// --max-day-paths keys a day, and --max-paths in all, the rest are
+	// counted under (other): a key not counted on a day that folded some
+	// may have been folded, and once anything was folded in all, a total
+	// may lack what a day folded.
+	Exact bool `json:"exact"`
 }
 
 // counterKeys answers GET /api/v1/counters/NAME?key=K&key=K.
@@ -202,10 +208,14 @@ func (s *Server) counterKeys(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.PathCounts(keys, s.deps.Now())
+	// What the caps folded (logtally.OtherPath) tells which counts are
+	// exact.
+	counts, err := h.PathCounts(append(slices.Clip(keys), logtally.OtherPath), s.deps.Now())
 	if err != nil {
 		return err
 	}
+	other := counts[len(counts)-1]
+	counts = counts[:len(counts)-1]
 	live := make(map[string]logtally.PageCount, len(snap.Pages))
 	for _, p := range snap.Pages {
 		live[p.Path] = p
@@ -213,7 +223,8 @@ func (s *Server) counterKeys(w http.ResponseWriter, r *request) error {
 	body := KeyCounts{Counter: name, Keys: make([]KeyCount, len(counts))}
 	for i, c := range counts {
 		w := live[c.Path]
-		body.Keys[i] = KeyCount{Key: c.Path, Window: w.PageViews, WindowVisitors: w.Visitors, Today: c.Day, Total: c.Total}
+		body.Keys[i] = KeyCount{Key: c.Path, Window: w.PageViews, WindowVisitors: w.Visitors, Today: c.Day, Total: c.Total,
+			Exact: (other.Day == 0 || c.Day > 0) && other.Total == 0}
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil
@@ -247,6 +258,10 @@ type KeysBody struct {
 	KeptFrom      time.Time `json:"kept_from,omitzero"`
 	Items         []KeyItem `json:"items"`
 	Other         *int64    `json:"other,omitempty"` // of a range: see PagesRange.Other
+	// VisitorsApproximate, of the window, says that the keys' visitors
+	// are lower bounds: the window holds more pairs of key and visitor
+	// than it keeps (see window.Config.MaxPairs).
+	VisitorsApproximate bool `json:"visitors_approximate,omitempty"`
 }
 
 // KeyItem is one key and its count.
@@ -275,6 +290,7 @@ func (s *Server) counterTop(w http.ResponseWriter, r *request) error {
 	}
 	if ranged == nil {
 		body.From, body.To, body.WindowSeconds = snap.From, snap.To, int64(snap.Length/time.Second)
+		body.VisitorsApproximate = snap.PageVisitorsApproximate
 	} else {
 		body.From, body.To, body.Exact, body.Other = ranged.from, ranged.to, &ranged.exact, &ranged.other
 		body.KeptFrom = ranged.keptFrom

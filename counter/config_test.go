@@ -189,6 +189,25 @@ func TestMaxKeys(t *testing.T) {
 	checkMessage(t, err, "--max-counter-keys 0: bad max counter keys: want at least 1; the default is 100000")
 }
 
+// TestTooManyCounters: past MaxCounters declarations, Validate refuses
+// them all, naming the flags, the limit and the fix; MaxCounters is fine.
+func TestTooManyCounters(t *testing.T) {
+	cfg := DefaultConfig()
+	for i := range MaxCounters {
+		cfg.AddCounter(fmt.Sprintf("c%d=GET /c%d/{id}", i, i))
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("%d counters: %v", MaxCounters, err)
+	}
+	cfg.AddCounter("one=GET /more")
+	err := cfg.Validate()
+	if !errors.Is(err, ErrTooMany) {
+		t.Fatalf("got %v, want ErrTooMany", err)
+	}
+	checkMessage(t, err, "--counter, --counters: too many counters: 501 declared, at most 500: each one that matches a line "+
+		"costs that line about as much again (see docs/performance.md); declare fewer, or one with captures for several")
+}
+
 // TestValidateReportsAll checks that one Validate reports every bad
 // declaration, not only the first.
 func TestValidateReportsAll(t *testing.T) {

@@ -94,7 +94,16 @@ var (
 	ErrRatio = errors.New("bad ratio")
 	// ErrMaxKeys means the bound on keys per counter is not positive.
 	ErrMaxKeys = errors.New("bad max counter keys")
+	// ErrTooMany means more than MaxCounters counters are declared.
+	ErrTooMany = errors.New("too many counters")
 )
+
+// MaxCounters is the most counters that can be declared. Counters that
+// count the same lines under the same keys are counted once whatever
+// their number, but each other one that matches a line costs the line
+// about as much again, in its parsing, its batch, and its commit (see
+// docs/performance.md).
+const MaxCounters = 500
 
 // DefaultMaxKeys is the default bound on keys per counter.
 const DefaultMaxKeys = 100_000

@@ -81,6 +81,11 @@ func (c *Config) compile() ([]compiled, []Ratio, error) {
 			ratios = append(ratios, r)
 		}
 	}
+	if len(c.Counters) > MaxCounters {
+		errs = append(errs, fmt.Errorf("--counter, --counters: %w: %d declared, at most %d: each one that matches a line costs "+
+			"that line about as much again (see docs/performance.md); declare fewer, or one with captures for several",
+			ErrTooMany, len(c.Counters), MaxCounters))
+	}
 	if c.MaxKeys < 1 {
 		errs = append(errs, fmt.Errorf("--max-counter-keys %d: %w: want at least 1; the default is %d", c.MaxKeys, ErrMaxKeys, DefaultMaxKeys))
 	}

@@ -159,7 +159,17 @@ func FuzzMatcher(f *testing.F) {
 				}
 			}
 			for c, k := range counters {
-				if key, ok := naiveMatch(k, methods[i], p, status); ok {
+				key, ok := naiveMatch(k, methods[i], p, status)
+				if lead := m.Same(c); lead != c {
+					// Counted as lead: it must count the same.
+					lkey, lok := naiveMatch(counters[lead], methods[i], p, status)
+					if ok != lok || key != lkey {
+						t.Errorf("%s %s %d: c%d counts %q %v, but Same says c%d, which counts %q %v",
+							methods[i], p, status, c, key, ok, lead, lkey, lok)
+					}
+					continue
+				}
+				if ok {
 					want = append(want, fmt.Sprintf("%d=%q", c, key))
 				}
 			}

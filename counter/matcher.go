@@ -24,6 +24,10 @@ type Matcher struct {
 	counters []Counter
 	ratios   []Ratio
 	root     *node // nil when there are no counters
+	// same[i] is the first counter declared that counts what counter i
+	// counts (the same method, pattern and status): i itself, or the one
+	// i is another name for. Only the first is matched.
+	same []int
 }
 
 // node is a point in the trie of pattern segments: what the patterns that
@@ -76,7 +80,7 @@ func New(cfg Config) (*Matcher, error) {
 	}
 	for i, k := range counters {
 		m.counters = append(m.counters, k.Counter)
-		m.root.add(k.pat.segs, terminal{counter: i, methods: k.Methods, status: k.status})
+		m.same = append(m.same, m.root.add(k.pat.segs, terminal{counter: i, methods: k.Methods, status: k.status}))
 	}
 	if m.root != nil {
 		m.root.index()
@@ -84,31 +88,31 @@ func New(cfg Config) (*Matcher, error) {
 	return m, nil
 }
 
-// add puts the pattern segs, which ends in t, under n.
-func (n *node) add(segs []segment, t terminal) {
+// add puts the pattern segs, which ends in t, under n, and returns the
+// counter that t counts the same as: one added before whose pattern ends
+// at the same node, the same way, with the same methods and status (so
+// the same lines, under the same keys), or t's own.
+func (n *node) add(segs []segment, t terminal) int {
 	if len(segs) == 0 {
-		n.end = append(n.end, t)
-		return
+		return addTerminal(&n.end, t)
 	}
 	switch s := segs[0]; s.kind {
 	case segRest:
-		n.rest = append(n.rest, t)
+		return addTerminal(&n.rest, t)
 	case segLiteral:
 		for _, c := range n.lits {
 			if c.seg == s.lit {
-				c.next.add(segs[1:], t)
-				return
+				return c.next.add(segs[1:], t)
 			}
 		}
 		next := &node{}
 		n.lits = append(n.lits, litChild{s.lit, next})
-		next.add(segs[1:], t)
+		return next.add(segs[1:], t)
 	case segHole:
 		h := hole{prefix: s.prefix, suffix: s.suffix, capture: s.name != "", reText: s.re}
 		for _, o := range n.holes {
 			if o.prefix == h.prefix && o.suffix == h.suffix && o.capture == h.capture && o.reText == h.reText {
-				o.next.add(segs[1:], t)
-				return
+				return o.next.add(segs[1:], t)
 			}
 		}
 		if s.re != "" {
@@ -119,8 +123,40 @@ func (n *node) add(segs []segment, t terminal) {
 		}
 		h.next = &node{}
 		n.holes = append(n.holes, h)
-		h.next.add(segs[1:], t)
+		return h.next.add(segs[1:], t)
 	}
+	panic("counter: unknown segment kind")
+}
+
+// addTerminal appends t to ts unless a terminal there counts the same,
+// and returns the counter of the one that does.
+func addTerminal(ts *[]terminal, t terminal) int {
+	for _, o := range *ts {
+		if sameMethods(o.methods, t.methods) && sameStatus(o.status, t.status) {
+			return o.counter
+		}
+	}
+	*ts = append(*ts, t)
+	return t.counter
+}
+
+func sameMethods(a, b []string) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for _, m := range a {
+		if !slices.Contains(b, m) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameStatus(a, b *statusSet) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // index builds the maps of nodes with many literal children.
@@ -142,6 +178,13 @@ func (n *node) index() {
 // Counters returns the declared counters; a Match's Counter indexes them.
 func (m *Matcher) Counters() []Counter { return slices.Clone(m.counters) }
 
+// Same returns the counter that counter i counts the same as: the first
+// declared with the same method, pattern (captures named or not) and
+// status, which matches the same lines under the same keys. Match
+// reports that one alone, so the others are counted once, with it; Same(i)
+// is i for a counter that counts lines of its own.
+func (m *Matcher) Same(i int) int { return m.same[i] }
+
 // Ratios returns the declared ratios.
 func (m *Matcher) Ratios() []Ratio { return slices.Clone(m.ratios) }
 
@@ -152,6 +195,7 @@ func (m *Matcher) Index(name string) int {
 
 // Match appends to dst a Match for each counter that a request counts, in
 // the order the counters were declared, and returns the extended slice.
+// Of counters that count the same (see Same), only the first is reported.
 // path is the request's path without its query; a path that does not start
 // with "/", or is longer than 2 GiB, matches nothing. status 0 (a log
 // format without a status) matches only counters without a status filter.

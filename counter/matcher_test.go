@@ -380,3 +380,32 @@ func TestCountersDescribed(t *testing.T) {
 		t.Error("a counter of any method has Methods nil")
 	}
 }
+
+// TestSame: counters of the same method, pattern (whatever the captures'
+// names) and status count the same lines under the same keys: Match
+// reports the first alone, and Same names it for the others.
+func TestSame(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, d := range []string{"a=GET /t/{id}", "b=GET /t/{x}", "c=HEAD,GET /t/{id}", "d=GET,HEAD /t/{n}",
+		"e=GET /t/{id} status=2xx", "f=GET /t/{id} status=200-299", "g=GET /t/*", "h=GET /t/{id:[0-9]+}"} {
+		cfg.AddCounter(d)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for i := range m.Counters() {
+		got = append(got, m.Same(i))
+	}
+	if want := []int{0, 0, 2, 2, 4, 4, 6, 7}; !slices.Equal(got, want) {
+		t.Errorf("Same = %v, want %v", got, want)
+	}
+	var counted []int
+	for _, mt := range m.Match([]byte("GET"), []byte("/t/7"), 200, nil) {
+		counted = append(counted, mt.Counter)
+	}
+	if want := []int{0, 2, 4, 6, 7}; !slices.Equal(counted, want) {
+		t.Errorf("Match counts %v, want %v", counted, want)
+	}
+}

@@ -15,6 +15,7 @@ type Counts struct {
 	rejected             []atomic.Int64 // by index in rejectReasons
 	other                atomic.Int64   // lines counted under OtherSite
 	counted              []atomic.Int64 // lines each named counter counted, in declaration order
+	same                 []int          // the counter each one counts as (counter.Matcher.Same)
 }
 
 // init makes room for every reason, and each of m's counters.
@@ -22,6 +23,9 @@ func (c *Counts) init(m *counter.Matcher) {
 	c.rejected = make([]atomic.Int64, len(rejectReasons))
 	if m != nil {
 		c.counted = make([]atomic.Int64, len(m.Counters()))
+		for i := range c.counted {
+			c.same = append(c.same, m.Same(i))
+		}
 	}
 }
 
@@ -53,4 +57,4 @@ func (c *Counts) RejectedBy() map[string]int64 {
 }
 
 // CounterLines returns how many lines the i-th named counter counted.
-func (c *Counts) CounterLines(i int) int64 { return c.counted[i].Load() }
+func (c *Counts) CounterLines(i int) int64 { return c.counted[c.same[i]].Load() }

@@ -21,7 +21,7 @@ type router struct {
 	named    int // sites counted against maxSites
 	maxSites int
 	count    atomic.Int64 // sites counted apart, all-sites view aside, for SiteStats
-	counters []*Site      // by declaration order
+	counters []*Site      // by declaration order; one that counts as another does is that one's
 	touched  []*Site      // sites whose batch holds lines, all aside
 	pending  []*Site      // Pending's answer, reused
 	newSite  func(*Site) error
@@ -57,12 +57,22 @@ func (rt *router) init(cfg Config, deps Deps) error {
 }
 
 // addCounters adds a site of its own for each declared counter, whose
-// paths are the counter's keys (logtally.CounterSite).
+// paths are the counter's keys (logtally.CounterSite). A counter that
+// counts the same as one declared before it (counter.Matcher.Same) is
+// counted in that one's site, whose batch is committed under both names.
 func (rt *router) addCounters(m *counter.Matcher) error {
 	if m == nil {
 		return nil
 	}
-	for i, c := range m.Counters() {
+	cs := m.Counters()
+	for i, c := range cs {
+		if lead := m.Same(i); lead != i {
+			s := rt.counters[lead]
+			s.also = append(s.also, logtally.CounterSite(c.Name))
+			s.Batch.SetAlso(s.also)
+			rt.counters = append(rt.counters, s)
+			continue
+		}
 		s := newSite(logtally.CounterSite(c.Name), i, true)
 		if rt.newSite != nil {
 			if err := rt.newSite(s); err != nil {

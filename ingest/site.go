@@ -16,6 +16,17 @@ type Site struct {
 	counter bool // a named counter's
 	other   bool // logtally.OtherSite, which counts the sites past MaxSites
 	inBatch bool // Batch holds lines: the site is among the touched
+	// also are the sites of the counters that count the same as this
+	// one, whose lines its batch holds too (see tally.Batch.SetAlso).
+	also []string
+}
+
+// NewBatch returns an empty batch of the site's, to put in the place of
+// one handed to a commit.
+func (s *Site) NewBatch() *tally.Batch {
+	b := tally.NewSiteBatch(s.name)
+	b.SetAlso(s.also)
+	return b
 }
 
 // Name returns the site's name; a counter's is logtally.CounterSite's.

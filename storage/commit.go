@@ -44,6 +44,7 @@ func (s *Store) Commit(bs ...*tally.Batch) error {
 // failed one again, prepare it again.
 func (s *Store) Prepare(bs ...*tally.Batch) (commit func() error, err error) {
 	now := s.now()
+	bs = withAlso(bs)
 	entries := make([][]byte, len(bs))
 	for i, b := range bs {
 		if !logtally.ValidSite(b.Site()) {
@@ -64,6 +65,28 @@ func (s *Store) Prepare(bs ...*tally.Batch) (commit func() error, err error) {
 		defer s.release(preps)
 		return s.commitPrepared(bs, entries, preps)
 	}, nil
+}
+
+// withAlso returns bs with, after each batch, a view of it for each other
+// site whose lines it holds (tally.Batch.Also): named counters that count
+// the same lines are counted once, prepared once (see prepare), and
+// written under each name.
+func withAlso(bs []*tally.Batch) []*tally.Batch {
+	n := len(bs)
+	for _, b := range bs {
+		n += len(b.Also())
+	}
+	if n == len(bs) {
+		return bs
+	}
+	out := make([]*tally.Batch, 0, n)
+	for _, b := range bs {
+		out = append(out, b)
+		for _, site := range b.Also() {
+			out = append(out, b.As(site))
+		}
+	}
+	return out
 }
 
 // batchCommit is a commit's batches on their way into the file, with what
@@ -113,6 +136,9 @@ func (s *Store) writeCommit(tx *bolt.Tx, c *batchCommit) ([]siteChange, error) {
 			if err := createSite(tx, b.Site()); err != nil {
 				return nil, err
 			}
+		}
+		if s.Shares(b.Site()) != b.Site() {
+			continue // stored once, in the site it shares (see share.go)
 		}
 		ch, k, err := c.sites[i].commit(tx, b, &c.preps[i])
 		if err != nil {

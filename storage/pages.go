@@ -13,7 +13,7 @@ import (
 // minute: from's minute to to's minute, both included. The whole days of
 // the range (in the store's zone) come from their per-day path counts,
 // which are exact for every path a day admitted (past its cap, the rest is
-// logtally.OtherPath); the rest of the range comes from its minutes, which
+// counted in Other, and the range is not exact); the rest of the range comes from its minutes, which
 // are exact for the pages each kept (--minute-top-pages), the rest of their
 // page views being counted in Other. Exact says whether everything was.
 // Whatever lies before the kept history of either source is left out, and
@@ -38,6 +38,10 @@ func (s *Site) Pages(from, to time.Time, limit int) (logtally.PageRange, error) 
 	if err != nil {
 		return out, err
 	}
+	// A day's page views past its cap are its OtherPath's: the range's
+	// Other, not a page.
+	out.Other += counts[logtally.OtherPath]
+	delete(counts, logtally.OtherPath)
 	out.Exact = out.Exact && out.Other == 0 && len(out.Damaged) == 0
 	out.Pages = make([]logtally.PageCount, 0, len(counts))
 	for p, n := range counts {

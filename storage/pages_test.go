@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -179,5 +180,32 @@ func TestTotalsSumDays(t *testing.T) {
 	}
 	if got.Visitors != 3 || !got.Approximate || got.PageViews != 3 {
 		t.Errorf("Totals = %d visitors (approximate %v), %d page views; want 3, true, 3", got.Visitors, got.Approximate, got.PageViews)
+	}
+}
+
+// TestPagesPastDayCap: the page views a day counted past its cap
+// (--max-day-paths) under logtally.OtherPath are the range's Other, and
+// make it inexact; OtherPath is no page of its own.
+func TestPagesPastDayCap(t *testing.T) {
+	s := mustOpen(t, Config{MaxDayPaths: 2})
+	var views []view
+	for i := range 10 {
+		views = append(views, view{int64(i), "/a"}, view{int64(i), "/b"}, view{int64(i), fmt.Sprintf("/past/%d", i)})
+	}
+	commitViews(t, s, views)
+	for _, compacted := range []bool{false, true} {
+		if compacted {
+			if err := s.compact(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.Pages(t0.Truncate(24*time.Hour), t0.Truncate(24*time.Hour).Add(24*time.Hour-time.Second), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := logtally.PageRange{Pages: []logtally.PageCount{{Path: "/a", PageViews: 10}, {Path: "/b", PageViews: 10}}, Other: 10}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("compacted %v: Pages of the day = %+v, want %+v (not exact)", compacted, got, want)
+		}
 	}
 }

@@ -62,9 +62,13 @@ type prepared struct {
 	scratch []*prepScratch // whose buffers the minutes hold, until release
 }
 
-// release gives the memory of prepared commits back, once written.
+// release gives the memory of prepared commits back, once written; a
+// preparation shared by batches of the same lines, once.
 func (s *Store) release(ps []prepared) {
-	for _, p := range ps {
+	for i, p := range ps {
+		if len(p.scratch) == 0 || i > 0 && len(ps[i-1].scratch) > 0 && &ps[i-1].scratch[0] == &p.scratch[0] {
+			continue
+		}
 		for _, sc := range p.scratch {
 			sc.ids = sc.ids[:0]
 			s.prepPool.Put(sc)
@@ -73,7 +77,9 @@ func (s *Store) release(ps []prepared) {
 }
 
 // prepare prepares the minutes of every batch, the batches at once when
-// there are several.
+// there are several. Batches of the same lines (a batch and its views for
+// counters that count the same, see withAlso, which puts them next to each
+// other) share one preparation: the transaction only reads it.
 func (s *Store) prepare(bs []*tally.Batch) []prepared {
 	out := make([]prepared, len(bs))
 	if len(bs) == 1 {
@@ -83,6 +89,9 @@ func (s *Store) prepare(bs []*tally.Batch) []prepared {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, b := range bs {
+		if i > 0 && b.Same(bs[i-1]) {
+			continue
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -90,6 +99,11 @@ func (s *Store) prepare(bs []*tally.Batch) []prepared {
 		})
 	}
 	wg.Wait()
+	for i := 1; i < len(bs); i++ {
+		if bs[i].Same(bs[i-1]) {
+			out[i] = out[i-1]
+		}
+	}
 	return out
 }
 
@@ -211,11 +225,10 @@ func addSketch(r *record, known int64, n int, sk *hyperloglog.Sketch) {
 		}
 		return
 	}
-	dense := sk
-	if n < denseFrom { // sk is sparse
-		dense = hyperloglog.NewNoSparse()
-		dense.Merge(sk)
-	}
+	// Not sk itself, which another site's record of the same lines may
+	// read next (see prepare).
+	dense := hyperloglog.NewNoSparse()
+	dense.Merge(sk)
 	if r.hll != nil {
 		dense.Merge(r.hll)
 	}

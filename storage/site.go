@@ -52,6 +52,9 @@ func (s *Site) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
 type siteSet struct {
 	mu sync.RWMutex
 	m  map[string]*Site
+	// shares holds the sites that share another's history, and whose
+	// (see share.go).
+	shares map[string]string
 }
 
 // Site returns the site called name, and false when the store holds none.
@@ -92,6 +95,43 @@ func (s *Store) addSite(si *Site) {
 	s.sites.mu.Lock()
 	s.sites.m[si.name] = si
 	s.sites.mu.Unlock()
+}
+
+// AddSites creates, in one transaction, the sites of names that the store
+// does not hold yet, empty. The daemon adds each declared named counter's
+// site at start, so that a counter that has matched nothing yet, or not
+// been committed yet, has a history (of zeros) to answer from, and so that
+// the file lists every counter it was asked to count (see report).
+func (s *Store) AddSites(names ...string) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	var fresh []*Site
+	for _, name := range names {
+		if !logtally.ValidSite(name) {
+			return fmt.Errorf("add site %q: not a site name", name)
+		}
+		if _, ok := s.Site(name); !ok && !slices.ContainsFunc(fresh, func(si *Site) bool { return si.name == name }) {
+			fresh = append(fresh, s.newSite(name))
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
+		for _, si := range fresh {
+			if err := createSite(tx, si.name); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("add sites: %w", err)
+	}
+	for _, si := range fresh {
+		s.addSite(si)
+	}
+	return nil
 }
 
 // CopySite copies every bucket of site from into a new site to, in one

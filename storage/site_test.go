@@ -571,3 +571,67 @@ func TestDescribeSiteBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestAddSites: AddSites creates the sites the store does not hold, empty
+// and answering, keeps those it holds as they are, refuses a name that is
+// not a site's, and what it created is there after reopening.
+func TestAddSites(t *testing.T) {
+	s := mustOpen(t, Config{})
+	if err := s.Commit(siteBatch(twoSites[0], 1)); err != nil {
+		t.Fatal(err)
+	}
+	before := readAll(t, mustSite(t, s, twoSites[0].site))
+	show := logtally.CounterSite("show")
+	if err := s.AddSites(show, twoSites[0].site, show); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, mustSite(t, s, twoSites[0].site)); got != before {
+		t.Errorf("a held site after AddSites:\n%s\nwant\n%s", got, before)
+	}
+	series, err := mustSite(t, s, show).Series(t0, t0.Add(time.Hour), time.Hour)
+	if err != nil || len(series.Points) != 2 || series.Points[0].Requests != 0 {
+		t.Errorf("a new site's series = %+v, %v; want two points of zeros", series, err)
+	}
+	if err := s.AddSites("Not A Site"); err == nil {
+		t.Error("AddSites took a name that is no site's")
+	}
+	s = reopen(t, s)
+	if got, want := s.Sites(), []string{"a.example", show, logtally.DefaultSite}; !slices.Equal(got, want) {
+		t.Errorf("Sites() after reopening = %v, want %v", got, want)
+	}
+}
+
+// TestShareSites: a new site shares another's history, which commits of its
+// batches leave alone and readers read through Shares, also after
+// reopening; a site with a history of its own does not; Unshare gives a
+// sharing site a copy of the history.
+func TestShareSites(t *testing.T) {
+	s := mustOpen(t, Config{})
+	a, b := twoSites[0].site, twoSites[1].site
+	if err := s.Commit(siteBatch(twoSites[0], 1), siteBatch(twoSites[1], 1)); err != nil {
+		t.Fatal(err)
+	}
+	shared, err := s.ShareSites(Share{b, a}, Share{"c.example", a})
+	if err != nil || !slices.Equal(shared, []string{"c.example"}) {
+		t.Fatalf("ShareSites = %v, %v; want the new site alone: the other has a history", shared, err)
+	}
+	ab := siteBatch(twoSites[0], 2)
+	ab.SetAlso([]string{"c.example"})
+	if err := s.Commit(ab); err != nil {
+		t.Fatal(err)
+	}
+	want := readAll(t, mustSite(t, s, a))
+	s = reopen(t, s)
+	if got := s.Shares("c.example"); got != a {
+		t.Fatalf("Shares after reopening = %s, want %s", got, a)
+	}
+	if got := readAll(t, mustSite(t, s, "c.example")); got == want {
+		t.Error("the sharing site's own buckets hold the history")
+	}
+	if err := s.Unshare("c.example"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, mustSite(t, s, "c.example")); s.Shares("c.example") != "c.example" || got != want {
+		t.Errorf("after Unshare:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -307,6 +307,7 @@ func (s *Store) addSites(tx *bolt.Tx) {
 		return nil
 	})
 	s.def = s.sites.m[logtally.DefaultSite]
+	s.loadShares(tx)
 }
 
 // loadLogs rebuilds every site's path log from the file.

@@ -17,7 +17,8 @@ import (
 // does it with arrays indexed by path number rather than with maps keyed by
 // strings.
 type Batch struct {
-	site        string // "" is logtally.DefaultSite
+	site        string  // "" is logtally.DefaultSite
+	share       sharing // with the sites of counters that count the same
 	minutes     map[int64]*Delta
 	seconds     map[int64]*Delta
 	positions   map[string]int64
@@ -68,6 +69,43 @@ func NewSiteBatch(site string) *Batch {
 		positions: make(map[string]int64),
 		ids:       make(map[string]int32),
 	}
+}
+
+// sharing is what a batch shares its lines with: the other sites whose
+// lines they are (SetAlso), and for a view made by As, the batch it is of.
+type sharing struct {
+	also []string
+	of   *Batch
+}
+
+// SetAlso records that the batch's lines are those of the sites names
+// too: named counters that count the same lines under the same keys are
+// counted once, and committed under each name (see As). It outlives Reset.
+func (b *Batch) SetAlso(names []string) { b.share.also = names }
+
+// Also returns the other sites whose lines the batch holds (SetAlso).
+func (b *Batch) Also() []string { return b.share.also }
+
+// As returns the batch as site's: the same lines, not a copy, for a
+// commit to write under site too (see SetAlso). It is read-only: it must
+// not be added to nor Reset, and it is b's until b changes.
+func (b *Batch) As(site string) *Batch {
+	v := *b
+	v.site, v.share = site, sharing{of: b.origin()}
+	v.spare = nil // so that a Reset by mistake cannot hand out b's
+	return &v
+}
+
+// Same reports whether b and o hold the same lines: o is b, or one is a
+// view of the other made by As, or both are of the same batch.
+func (b *Batch) Same(o *Batch) bool { return b.origin() == o.origin() }
+
+// origin is the batch whose lines b holds: b, or for a view what it is of.
+func (b *Batch) origin() *Batch {
+	if b.share.of != nil {
+		return b.share.of
+	}
+	return b
 }
 
 // Site returns the site the batch's lines belong to.

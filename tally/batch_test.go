@@ -117,3 +117,24 @@ func equalDeltas(a, b map[int64]delta) bool {
 			slices.Equal(x.Views, y.Views)
 	})
 }
+
+// TestBatchAs: a view made by As holds the batch's lines under another
+// site, is the Same as it, and its Also outlives Reset.
+func TestBatchAs(t *testing.T) {
+	b := NewSiteBatch("counter:click")
+	b.SetAlso([]string{"counter:watch"})
+	h := logtally.Hit{Time: 120, PageView: true, Visitor: 7, Path: []byte("42")}
+	b.Add(&h, false)
+	v := b.As("counter:watch")
+	if v.Site() != "counter:watch" || len(v.Also()) != 0 || !v.Same(b) || !b.Same(v) || v.MinuteCount() != 1 {
+		t.Errorf("view: site %s, also %v, same %v, %d minutes; want counter:watch, none, true, 1",
+			v.Site(), v.Also(), v.Same(b), v.MinuteCount())
+	}
+	if o := NewSiteBatch("counter:click"); o.Same(b) {
+		t.Error("another batch of the same site is the Same")
+	}
+	b.Reset()
+	if got := b.Also(); len(got) != 1 || got[0] != "counter:watch" {
+		t.Errorf("Also after Reset = %v", got)
+	}
+}

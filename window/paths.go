@@ -42,6 +42,10 @@ type pathTable struct {
 	folded  int64   // paths that took over another path's entry, ever
 	changed bool    // counts changed since top was last called
 
+	// foldedVisitors are the visitors (see pathVisitors) of entries that
+	// changed path or were freed since the window last looked.
+	foldedVisitors int64
+
 	// The window's refs to the table: refs in all, and stale ones, whose
 	// entry has changed path since. Stale refs only keep the inherited part
 	// of a count sliding; the window merges them when they pile up (see
@@ -56,6 +60,7 @@ type pathEntry struct {
 	own        int64  // page views of path since it took this entry, in the window
 	gen        uint16 // bumped whenever the entry changes path
 	refs       int32  // refs of generation gen held by the window
+	visitors   int64  // distinct visitors of path, with Config.PathVisitors
 	bucket     int32
 	prev, next int32 // neighbours in the bucket
 }
@@ -106,6 +111,8 @@ func (t *pathTable) add(path []byte, n int64) pathRef {
 		// Space-Saving: the path takes over the smallest entry and its count.
 		id := t.buckets[t.minB].head
 		e := &t.entries[id]
+		t.foldedVisitors += e.visitors // they were the old path's
+		e.visitors = 0
 		delete(t.index, e.path)
 		e.path = string(path)
 		e.gen++
@@ -164,6 +171,11 @@ func (t *pathTable) remove(r pathRef) {
 	delete(t.index, e.path)
 	e.path = ""
 	e.own = 0
+	if e.visitors != 0 { // a pair outlived the path's views: make it stale
+		t.foldedVisitors += e.visitors
+		e.visitors = 0
+		e.gen++
+	}
 	t.free = append(t.free, id)
 }
 

@@ -33,8 +33,8 @@ func TestPathVisitorsMatchBruteForce(t *testing.T) {
 				}
 				h := hit{sec: now - int64(rng.IntN(20)), path: fmt.Sprintf("k%d", rng.IntN(15)), v: uint64(rng.IntN(40))}
 				if step%7 == 0 {
-					w.SeedPairs(h.sec, map[string][]uint64{h.path: {h.v}})
 					w.Seed(h.sec, 1, 1, nil, map[string]int64{h.path: 1})
+					w.SeedPairs(h.sec, map[string][]uint64{h.path: {h.v}})
 				} else {
 					w.Add(logtally.Hit{Time: h.sec, Visitor: h.v, Path: []byte(h.path), PageView: true})
 				}
@@ -63,5 +63,59 @@ func TestPathVisitorsMatchBruteForce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPathVisitorsBoundedByPaths: a window of 100 paths that sees 200,000
+// distinct paths in it keeps pairs of path and visitor for about the paths
+// it holds, not for every one seen, and the visitors of the paths that stay
+// held (a few popular ones) stay exact.
+func TestPathVisitorsBoundedByPaths(t *testing.T) {
+	const length, maxPaths = 600, 100
+	w := New(Config{Length: length * time.Second, MaxPaths: maxPaths, PathVisitors: true, Pages: maxPaths}, time.Unix(1000, 0))
+	popular := map[string]map[uint64]bool{}
+	for i := range 200_000 {
+		sec := int64(1000 - length + 1 + i*(length-1)/200_000)
+		w.Add(logtally.Hit{Time: sec, Visitor: uint64(i), Path: fmt.Appendf(nil, "rare/%d", i), PageView: true})
+		p, v := fmt.Sprintf("popular/%d", i%3), uint64(i%97)
+		w.Add(logtally.Hit{Time: sec, Visitor: v, Path: []byte(p), PageView: true})
+		if popular[p] == nil {
+			popular[p] = map[uint64]bool{}
+		}
+		popular[p][v] = true
+	}
+	w.Publish()
+	if n := len(w.pathVisitors.pairs); n > 3*97+2*maxPaths+2*minSweep {
+		t.Errorf("%d pairs kept for %d paths held, want about the held paths' pairs", n, maxPaths)
+	}
+	for _, pc := range w.Current().Pages {
+		if want, ok := popular[pc.Path]; ok && pc.Visitors != int64(len(want)) {
+			t.Errorf("%s: %d visitors, want %d", pc.Path, pc.Visitors, len(want))
+		}
+	}
+	if w.Current().PageVisitorsApproximate {
+		t.Error("visitors per path said approximate, with every pair kept")
+	}
+}
+
+// TestPathVisitorsCapped: past MaxPairs a new pair is not kept, the
+// snapshot says the visitors per path are lower bounds until the second
+// it came in leaves the window, and then they are exact again.
+func TestPathVisitorsCapped(t *testing.T) {
+	w := New(Config{Length: 60 * time.Second, MaxPaths: 10, MaxPairs: 50, PathVisitors: true}, time.Unix(1000, 0))
+	for v := range uint64(80) {
+		w.Add(logtally.Hit{Time: 1000 - 30, Visitor: v, Path: []byte("a"), PageView: true})
+	}
+	w.Publish()
+	snap := w.Current()
+	if len(w.pathVisitors.pairs) != 50 || snap.Pages[0].Visitors != 50 || !snap.PageVisitorsApproximate {
+		t.Errorf("%d pairs, %d visitors, approximate %v; want 50, 50 and true",
+			len(w.pathVisitors.pairs), snap.Pages[0].Visitors, snap.PageVisitorsApproximate)
+	}
+	w.Advance(time.Unix(1000+31, 0))
+	w.Add(logtally.Hit{Time: 1000 + 31, Visitor: 1, Path: []byte("a"), PageView: true})
+	w.Publish()
+	if snap := w.Current(); snap.Pages[0].Visitors != 1 || snap.PageVisitorsApproximate {
+		t.Errorf("a window later: %+v, want 1 exact visitor", snap)
 	}
 }

@@ -66,9 +66,19 @@ type Config struct {
 	Pages int
 	// PathVisitors counts the distinct visitors of each path, exactly (a
 	// named counter's visitors per key): a pair of path and visitor per
-	// page view, kept while it is in the window.
+	// page view, kept while it is in the window, for the paths the table
+	// holds (MaxPaths).
 	PathVisitors bool
+	// MaxPairs is the most pairs of path and visitor kept with
+	// PathVisitors, about 50 bytes each; past it a path's visitors are
+	// lower bounds (Snapshot.PageVisitorsApproximate). Zero takes
+	// DefaultPairsPerPath pairs a path.
+	MaxPairs int
 }
+
+// DefaultPairsPerPath is MaxPairs per path of MaxPaths by default: a
+// million pairs (about 50 MB) for a named counter's 100,000 keys.
+const DefaultPairsPerPath = 10
 
 // DefaultConfig returns the documented defaults: what the flags start at,
 // and what New gives a zero field.
@@ -103,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Pages <= 0 {
 		c.Pages = logtally.MaxPages
+	}
+	if c.MaxPairs <= 0 {
+		c.MaxPairs = min(c.MaxPaths, 1<<40) * DefaultPairsPerPath
 	}
 	return c
 }
@@ -193,7 +206,7 @@ func New(cfg Config, now time.Time) *Window {
 		w.future[i].sec = -1
 	}
 	if cfg.PathVisitors {
-		w.pathVisitors = pathVisitors{pairs: make(map[uint64]pairState), visitors: make(map[uint64]int64)}
+		w.pathVisitors = pathVisitors{pairs: make(map[uint64]pairState), max: cfg.MaxPairs, dropped: minSecond}
 	}
 	w.changed = true
 	w.Publish()
@@ -264,15 +277,21 @@ func (w *Window) add(sec int64, pageView bool, visitor uint64, path []byte) {
 	s.pageviews++
 	w.pageviews++
 	w.addVisitor(s, visitor)
-	w.addPath(s, path, 1)
+	r := w.addPath(s, path, 1)
 	if w.pathVisitors.pairs != nil {
-		w.pathVisitors.add(s, pathHash(path), visitor)
+		w.addPair(s, r, visitor)
 	}
 }
 
-func (w *Window) addPath(s *slot, path []byte, n int64) {
+// addPath counts n page views of path in slot s, and returns the ref of
+// the last of them.
+func (w *Window) addPath(s *slot, path []byte, n int64) (r pathRef) {
 	for n > 0 {
-		r := w.paths.add(path, min(n, maxRefViews))
+		r = w.paths.add(path, min(n, maxRefViews))
+		if t := w.paths; t.foldedVisitors > 0 {
+			w.folded(t.foldedVisitors)
+			t.foldedVisitors = 0
+		}
 		n -= int64(r.n)
 		if k := len(s.paths) - 1; k >= 0 && s.paths[k].id == r.id && s.paths[k].gen == r.gen &&
 			int(s.paths[k].n)+int(r.n) <= maxRefViews {
@@ -285,6 +304,7 @@ func (w *Window) addPath(s *slot, path []byte, n int64) {
 	if t := w.paths; t.stale > w.refs.minStale && t.refs > 2*w.refs.after {
 		w.compactRefs()
 	}
+	return r
 }
 
 // Seed adds counts that were stored at minute resolution, as if they all
@@ -357,11 +377,14 @@ func (w *Window) evict(s *slot) {
 	w.pageviews -= s.pageviews
 	w.rejected -= s.rejected
 	w.visitors.evict(s)
+	w.evictPairs(s) // while their paths still hold their entries
 	for _, r := range s.paths {
 		w.paths.remove(r)
 	}
-	w.pathVisitors.evict(s)
-	s.pairs = s.pairs[:0]
+	if t := w.paths; t.foldedVisitors > 0 {
+		w.folded(t.foldedVisitors)
+		t.foldedVisitors = 0
+	}
 	s.counts = counts{}
 	s.visitors = s.visitors[:0]
 	s.paths = s.paths[:0]
@@ -393,8 +416,9 @@ func (w *Window) Publish() {
 	} else {
 		s.Pages = w.paths.top(w.pages)
 		w.paths.changed = false
-		w.pathVisitors.fill(s.Pages)
+		w.fillVisitors(s.Pages)
 	}
+	s.PageVisitorsApproximate = w.pathVisitors.pairs != nil && w.pathVisitors.dropped > w.now-w.length
 	s.Visitors, s.Approximate = w.visitors.count(w.now-w.length, w.now)
 	w.changed = false
 	w.current.Store(s)

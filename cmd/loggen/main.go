@@ -27,6 +27,7 @@ func main() {
 	fs.IntVar(&cfg.Hosts, "hosts", 100, "distinct clients")
 	fs.IntVar(&cfg.Paths, "paths", 50, "distinct page paths")
 	fs.IntVar(&cfg.BadEvery, "bad-every", 0, "make every Nth line malformed (0: none)")
+	fs.BoolVar(&cfg.Distinct, "distinct", false, "make every page path a new one, numbered by the line (for floods of keys)")
 	sites := fs.Int("sites", 0, "write vhost_combined lines of this many sites, siteN.example:80 (0: combined lines)")
 	randomSites := fs.Bool("random-sites", false, "write vhost_combined lines, each of a new random site (a Host flood)")
 	if err := fs.Parse(os.Args[1:]); err != nil {

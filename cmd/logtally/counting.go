@@ -144,6 +144,9 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 			return nil, err
 		}
 		deps.matcher = cn.matcher
+		if err := storeCounters(cn.store, cn.matcher); err != nil {
+			return nil, err
+		}
 	}
 	if !c.Pipeline.multiSite() && holdsSites(cn.store) {
 		c.Pipeline.keepSites()

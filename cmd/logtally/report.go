@@ -95,22 +95,53 @@ func reportSite(store *storage.Store, site *string) (*storage.Site, error) {
 	return src, nil
 }
 
-// counters returns the history of each declared counter the database
-// holds: a counter's history is a site of its own, none before its first
-// lines.
+// counters returns the history of each counter to report: the declared
+// ones, or without declarations every counter the database holds (a
+// counter's history is a site of its own, added when it is first
+// counted, by name). A declared counter the database does not hold is an
+// error that names those it does.
 func (c *reportCmd) counters(store *storage.Store) ([]report.CounterSource, error) {
-	if len(c.Counters.Counters) == 0 {
-		return nil, nil
-	}
-	matcher, err := counter.New(c.Counters)
-	if err != nil {
-		return nil, err
-	}
-	var counters []report.CounterSource
-	for _, ct := range matcher.Counters() {
-		if st, ok := store.Site(logtally.CounterSite(ct.Name)); ok {
-			counters = append(counters, report.CounterSource{Name: ct.Name, Source: st})
+	var held []string
+	for _, site := range store.Sites() {
+		if logtally.IsCounterSite(site) {
+			held = append(held, strings.TrimPrefix(site, logtally.CounterSite("")))
 		}
 	}
+	var declared []counter.Counter
+	if len(c.Counters.Counters) > 0 {
+		matcher, err := counter.New(c.Counters)
+		if err != nil {
+			return nil, err
+		}
+		declared = matcher.Counters()
+	} else {
+		for _, name := range held {
+			declared = append(declared, counter.Counter{Name: name})
+		}
+	}
+	var counters []report.CounterSource
+	for _, ct := range declared {
+		st, ok := store.Site(store.Shares(logtally.CounterSite(ct.Name)))
+		if !ok {
+			return nil, fmt.Errorf("%s: the database holds no counter %s; %s", counterWhere(ct), ct.Name, heldCounters(held))
+		}
+		counters = append(counters, report.CounterSource{Name: ct.Name, Source: st})
+	}
 	return counters, nil
+}
+
+// counterWhere names where a counter was declared, for an error.
+func counterWhere(ct counter.Counter) string {
+	if ct.Source == "--counter" || ct.Source == "" {
+		return "--counter " + ct.Name
+	}
+	return ct.Source
+}
+
+// heldCounters says which counters a database holds.
+func heldCounters(held []string) string {
+	if len(held) == 0 {
+		return "it holds none (a counter is stored from the first run or replay that declares it)"
+	}
+	return "it holds " + strings.Join(held, ", ") + " (report without --counter or --counters lists them all)"
 }

@@ -192,3 +192,29 @@ func TestZoneKeptWithTheDatabase(t *testing.T) {
 		t.Errorf("report in another zone: %v, want ErrZone saying it cannot", err)
 	}
 }
+
+// TestReportListsStoredCounters: the database knows its counters, so
+// report shows a section for each without their declarations (one that
+// matched nothing too, with zeros), and refuses to report a counter the
+// database does not hold, naming those it does.
+func TestReportListsStoredCounters(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "db")
+	conf := filepath.Join("..", "..", "testdata", "counters.conf")
+	replayLogs(t, "--db", db, "--tz", "UTC", "--counters", conf, "--counter", "never=GET /never/{id}",
+		filepath.Join("..", "..", "testdata", "counters.log"))
+	got, err := reportOf(t, "--db", db, "--tz", "UTC", "--pages", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"counter show: 263 lines", "counter click: 64 lines", "counter read: 146 lines",
+		"counter cart: 83 lines", "counter never: 0 lines"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report without --counters: no %q in\n%s", want, got)
+		}
+	}
+	_, err = reportOf(t, "--db", db, "--tz", "UTC", "--counter", "nosuch=GET /nosuch/{id}")
+	if err == nil || !strings.Contains(err.Error(), "--counter nosuch") || !strings.Contains(err.Error(), "cart, click, never, read, show") {
+		t.Errorf("report of a counter the database lacks: %v; want an error naming it and those held", err)
+	}
+}

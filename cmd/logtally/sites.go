@@ -75,6 +75,36 @@ func storedSites(store *storage.Store) ([]string, error) {
 	return sites, nil
 }
 
+// storeCounters gives each of m's counters its site in the store before a
+// line is counted, so that one has a history from the start, of zeros
+// until it counts: the API answers it, and report lists it. A counter that
+// counts the same as one declared before it (counter.Matcher.Same) shares
+// that one's history, unless it holds one of its own; one that shared a
+// history and now counts apart gets a copy of it.
+func storeCounters(store *storage.Store, m *counter.Matcher) error {
+	cs := m.Counters()
+	var names []string
+	for _, c := range cs {
+		names = append(names, logtally.CounterSite(c.Name))
+	}
+	var shares []storage.Share
+	for i, name := range names {
+		lead := names[m.Same(i)]
+		if as := store.Shares(name); as != name && as != lead {
+			if err := store.Unshare(name); err != nil {
+				return err
+			}
+		}
+		if lead != name {
+			shares = append(shares, storage.Share{Site: name, As: lead})
+		}
+	}
+	if _, err := store.ShareSites(shares...); err != nil {
+		return err
+	}
+	return store.AddSites(names...)
+}
+
 // apiSites is what the API reads of the sites: the pipeline's live windows
 // and the store's history.
 type apiSites struct {
@@ -98,5 +128,5 @@ func (a apiSites) Declared() ([]counter.Counter, []counter.Ratio) {
 
 // CounterHistory implements api.Counters.
 func (a apiSites) CounterHistory(name string) api.History {
-	return a.SiteHistory(logtally.CounterSite(name))
+	return a.SiteHistory(a.store.Shares(logtally.CounterSite(name)))
 }

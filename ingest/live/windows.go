@@ -30,6 +30,7 @@ type windows struct {
 	// names are the declared counters' names; byCounter, their windows by
 	// name, is set in New and only read after.
 	names     []string
+	same      []int // the counter each one counts as (counter.Matcher.Same), whose window it shares
 	byCounter map[string]*window.Window
 	index     atomic.Pointer[siteIndex]
 }
@@ -51,9 +52,11 @@ func (w *windows) init(cfg Config, deps Deps) error {
 		if deps.NewWindow == nil {
 			return errors.New("ingest: counters and no NewWindow")
 		}
-		for _, c := range deps.Counters.Counters() {
+		for i, c := range deps.Counters.Counters() {
 			w.names = append(w.names, c.Name)
+			w.same = append(w.same, deps.Counters.Same(i))
 		}
+		w.counters = make([]*window.Window, len(w.names))
 	}
 	if !cfg.Ingest.Multi() {
 		if w.all = deps.Window; w.all == nil {
@@ -96,8 +99,12 @@ func (w *windows) newSite(s *ingest.Site) error {
 		if err != nil {
 			return err
 		}
-		w.counters = append(w.counters, win)
-		w.byCounter[w.names[s.ID()]] = win
+		for i, lead := range w.same {
+			if lead == s.ID() {
+				w.counters[i] = win
+				w.byCounter[w.names[i]] = win
+			}
+		}
 		return nil
 	}
 	win := w.all
@@ -159,9 +166,11 @@ func (w *windows) publish(now time.Time, counters bool) {
 		sw.Publish()
 	}
 	if counters {
-		for _, cw := range w.counters {
-			w.advance(cw, now)
-			cw.Publish()
+		for i, cw := range w.counters {
+			if w.same[i] == i { // once, not for each counter that shares it
+				w.advance(cw, now)
+				cw.Publish()
+			}
 		}
 	}
 }

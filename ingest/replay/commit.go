@@ -57,7 +57,7 @@ func (r *Replayer) emptyBatch(s *ingest.Site) *tally.Batch {
 		r.free[s] = free[:n-1]
 		return free[n-1]
 	}
-	return tally.NewSiteBatch(s.Name())
+	return s.NewBatch()
 }
 
 // commit writes c: prepared first when the store is a Preparer, on

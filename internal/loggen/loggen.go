@@ -19,6 +19,10 @@ type Config struct {
 	Hosts    int           // distinct client addresses (a tenth of them IPv6)
 	Paths    int           // distinct page paths
 	BadEvery int           // every BadEvery-th line is malformed; 0 for none
+	// Distinct makes every page path a new one, numbered by the line
+	// (Paths is then not used): as many keys as page views, for tests
+	// of what a flood of keys costs.
+	Distinct bool
 }
 
 // Generator appends lines to a buffer without allocating.
@@ -113,6 +117,9 @@ func (g *Generator) Line(dst []byte) []byte {
 // page appends a page path; a few paths get most of the views.
 func (g *Generator) page(dst []byte) []byte {
 	i := int(float64(g.cfg.Paths) * g.rng.Float64() * g.rng.Float64())
+	if g.cfg.Distinct {
+		i = g.n + 1
+	}
 	if i == 0 {
 		return append(dst, '/')
 	}
