@@ -8,7 +8,10 @@
 // path once, looking each segment up among the literal children of a node
 // and then trying the node's few capture children, whatever the number of
 // counters. A key is a slice of the path, or of a buffer the caller reuses,
-// so matching a line allocates nothing.
+// so matching a line allocates nothing. Counters that count the same lines
+// under the same keys end at the same node with the same method and status
+// rules: the line matches the first of them alone (Matcher.Same), so that
+// whoever counts counts it once.
 //
 // # Declarations
 //
