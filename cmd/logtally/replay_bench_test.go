@@ -25,22 +25,29 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		m := NewMain()
-		m.Stdout, m.Stderr = io.Discard, io.Discard
-		if err := m.ParseFlags([]string{"replay", "--db", filepath.Join(dir, fmt.Sprintf("db%d", i)), log}); err != nil {
-			b.Fatal(err)
-		}
-		if err := m.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		if got := m.pipeline().Lines(); got != lines {
-			b.Fatalf("read %d lines, want %d", got, lines)
-		}
-		if err := m.Close(); err != nil {
-			b.Fatal(err)
-		}
+		replayOnce(b, lines, "--db", filepath.Join(dir, fmt.Sprintf("db%d", i)), log)
 	}
 	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// replayOnce runs `logtally replay args...` through Main and fails b
+// unless it read lines lines.
+func replayOnce(b *testing.B, lines int, args ...string) {
+	b.Helper()
+	m := NewMain()
+	m.Stdout, m.Stderr = io.Discard, io.Discard
+	if err := m.ParseFlags(append([]string{"replay"}, args...)); err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if got := m.pipeline().Lines(); got != int64(lines) {
+		b.Fatalf("read %d lines, want %d", got, lines)
+	}
+	if err := m.Close(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // writeLog writes n generated combined lines to path and returns its size.

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,18 +30,7 @@ func BenchmarkReplayCounters(b *testing.B) {
 		b.Run(fmt.Sprintf("counters=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := range b.N {
-				m := NewMain()
-				m.Stdout, m.Stderr = io.Discard, io.Discard
-				args := []string{"replay", "--db", filepath.Join(b.TempDir(), fmt.Sprintf("db%d", i)), "--counters", conf, log}
-				if err := m.ParseFlags(args); err != nil {
-					b.Fatal(err)
-				}
-				if err := m.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				if err := m.Close(); err != nil {
-					b.Fatal(err)
-				}
+				replayOnce(b, lines, "--db", filepath.Join(b.TempDir(), fmt.Sprintf("db%d", i)), "--counters", conf, log)
 			}
 			b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 		})
