@@ -4,7 +4,7 @@ import "github.com/logtally/logtally"
 
 // Apply adds a routed result to the batches, as replay does: every hit
 // goes to the all-sites view's batch, to those of the counters it counts
-// (CountHit) and to its site's (AddToSite); then the chunk's lines,
+// (CountMatch) and to its site's (AddToSite); then the chunk's lines,
 // rejected lines and position count (ApplyLines). The live loop does the
 // same hit by hit, between its windows.
 func (c *Core) Apply(r *Result) {
@@ -17,7 +17,7 @@ func (c *Core) Apply(r *Result) {
 		mi = r.MatchesEnd(i, mi)
 		for _, m := range r.matches[first:mi] {
 			ch := r.CounterHit(h, m)
-			c.CountHit(m, &ch, false)
+			c.CountMatch(m, &ch, false)
 		}
 		if s := r.Site(i); s != nil {
 			c.AddToSite(s, h, false)
@@ -43,15 +43,13 @@ func (c *Core) AddToSite(s *Site, h *logtally.Hit, second bool) {
 	}
 }
 
-// CountHit adds ch, what a hit counts in the named counter of match m
-// (Result.CounterHit: a page view of the counter's key), to the counter's
-// batch. The caller builds ch, so that the live loop gives the same one
-// to the counter's window.
-func (c *Core) CountHit(m Match, ch *logtally.Hit, second bool) {
-	s := c.router.counters[m.counter]
+// countHit adds ch, what a hit counts in named counter k (Result.CounterHit:
+// a page view of the counter's key), to the counter's batch.
+func (c *Core) countHit(k int, ch *logtally.Hit, second bool) {
+	s := c.router.counters[k]
 	s.Batch.Add(ch, second)
 	c.router.touch(s)
-	c.counted[m.counter].Add(1)
+	c.counted[k].Add(1)
 }
 
 // RejectHit counts a hit the live window turned away, too far ahead of its

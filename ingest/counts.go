@@ -56,5 +56,9 @@ func (c *Counts) RejectedBy() map[string]int64 {
 	return m
 }
 
-// CounterLines returns how many lines the i-th named counter counted.
-func (c *Counts) CounterLines(i int) int64 { return c.counted[c.same[i]].Load() }
+// CounterLines returns how many lines the i-th named counter counted: by
+// itself, and in the groups it is in.
+func (c *Core) CounterLines(i int) int64 {
+	lead := c.same[i]
+	return c.counted[lead].Load() + c.router.groupLines(lead)
+}

@@ -9,7 +9,7 @@
 // all-sites view, of its site and of its counters, on the one goroutine
 // that owns the batches, so the hot path takes no locks. Replay keeps no
 // window and applies a result whole; the live loop applies it hit by hit,
-// each first to its windows and then to the batches (AllSites, CountHit,
+// each first to its windows and then to the batches (AllSites, CountMatch,
 // AddToSite), checkpointing the seconds of the hits its window holds.
 //
 // Who owns the goroutine decides when the batches (Pending) are committed,

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -145,8 +146,11 @@ func (lp *lineParser) start(ch tailer.Chunk, r *Result) (byHost bool) {
 }
 
 // match records the counters the last hit of r counts, with copies of
-// their keys (the record's fields are reused by the next line). A counted
-// line that is not a page view is given its visitor, which counters count.
+// their keys (the record's fields are reused by the next line): one Match
+// for each key, with the set of counters that count the line under it
+// (Match.Counters), so that the line is counted once for them all. A
+// counted line that is not a page view is given its visitor, which
+// counters count.
 func (lp *lineParser) match(rec *parser.Record, r *Result) {
 	r.scratch = lp.matcher.Match(rec.Method, rec.Path, rec.Status, r.scratch[:0])
 	if len(r.scratch) == 0 {
@@ -156,9 +160,21 @@ func (lp *lineParser) match(rec *parser.Record, r *Result) {
 	if h := &r.Hits[i]; !h.PageView {
 		h.Visitor = lp.classifier.Visitor(rec)
 	}
-	for _, m := range r.scratch {
+	ms := r.scratch
+	for j := range ms {
+		if ms[j].Counter < 0 {
+			continue // grouped with an earlier one
+		}
 		start := len(r.keys)
-		r.keys = append(r.keys, m.Key...)
-		r.matches = append(r.matches, Match{hit: int32(i), counter: int32(m.Counter), start: int32(start), end: int32(len(r.keys))})
+		r.keys = append(r.keys, ms[j].Key...)
+		r.setKey = binary.LittleEndian.AppendUint32(r.setKey[:0], uint32(ms[j].Counter))
+		for k := j + 1; k < len(ms); k++ {
+			if ms[k].Counter >= 0 && bytes.Equal(ms[k].Key, ms[j].Key) {
+				r.setKey = binary.LittleEndian.AppendUint32(r.setKey, uint32(ms[k].Counter))
+				ms[k].Counter = -1
+			}
+		}
+		r.matches = append(r.matches, Match{hit: int32(i), counter: int32(ms[j].Counter), start: int32(start),
+			end: int32(len(r.keys)), set: r.counterSet()})
 	}
 }

@@ -13,6 +13,7 @@ func (c *Core) Pending() []*Site {
 	if rt.all.Batch.Empty() {
 		return nil
 	}
+	rt.settleGroups()
 	rt.pending = append(append(rt.pending[:0], rt.touched...), rt.all)
 	return rt.pending
 }
@@ -30,4 +31,5 @@ func (c *Core) ClearPending() {
 		s.inBatch = false
 	}
 	c.router.touched = c.router.touched[:0]
+	c.router.groups.settled = false
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -28,15 +29,63 @@ type Result struct {
 	keys         []byte          // the matches' keys, end to end
 	paths        []byte          // the paths not in the chunk's data (parser.Record.PathCopied), end to end
 	scratch      []counter.Match // the matcher's
+	setKey       []byte          // the counters of a key, as counterSet.key
+	sets         map[string]*counterSet
 }
 
-// Match is one named counter a hit counts, and its key.
+// Match is a key a hit is counted under by one named counter, or by a set
+// of them that count it alike.
 type Match struct {
-	hit, counter, start, end int32
+	hit, counter, start, end int32 // counter: the first of set
+	set                      *counterSet
 }
 
-// Counter returns the index of the counter matched, in declaration order.
+// Counter returns the index of the counter matched, in declaration order:
+// with several (Counters), the first.
 func (m Match) Counter() int { return int(m.counter) }
+
+// Counters returns the counters that count the hit under the match's key
+// when there are several, in declaration order; nil when Counter alone
+// does.
+func (m Match) Counters() []int32 {
+	if m.set == nil {
+		return nil
+	}
+	return m.set.ids
+}
+
+// A counterSet is a set of named counters that count a line under the
+// same key. A Result makes each once (counterSet) and keeps it while it is
+// reused, so that a line costs a map lookup; the router finds the group of
+// a set once (group).
+type counterSet struct {
+	key   string  // the counters' numbers, 4 bytes each, little-endian
+	ids   []int32 // the same, ascending
+	group *group  // the router's, once it was asked; only the router touches it
+}
+
+// maxCounterSets bounds the sets a Result keeps: past it they are made
+// anew.
+const maxCounterSets = 1024
+
+// counterSet returns the set of the counters in setKey, nil for one.
+func (r *Result) counterSet() *counterSet {
+	if len(r.setKey) == 4 {
+		return nil
+	}
+	if cs, ok := r.sets[string(r.setKey)]; ok {
+		return cs
+	}
+	if r.sets == nil || len(r.sets) >= maxCounterSets {
+		r.sets = make(map[string]*counterSet)
+	}
+	cs := &counterSet{key: string(r.setKey)}
+	for k := 0; k < len(r.setKey); k += 4 {
+		cs.ids = append(cs.ids, int32(binary.LittleEndian.Uint32(r.setKey[k:])))
+	}
+	r.sets[cs.key] = cs
+	return cs
+}
 
 // rejectedLine is a rejected line of a chunk; line aliases the chunk's data.
 type rejectedLine struct {

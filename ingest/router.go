@@ -22,6 +22,7 @@ type router struct {
 	maxSites int
 	count    atomic.Int64 // sites counted apart, all-sites view aside, for SiteStats
 	counters []*Site      // by declaration order; one that counts as another does is that one's
+	groups   groups       // of counters that count lines alike
 	touched  []*Site      // sites whose batch holds lines, all aside
 	pending  []*Site      // Pending's answer, reused
 	newSite  func(*Site) error

@@ -19,6 +19,8 @@ type Site struct {
 	// also are the sites of the counters that count the same as this
 	// one, whose lines its batch holds too (see tally.Batch.SetAlso).
 	also []string
+	// group, for the batch of a group of counters, is that group.
+	group *group
 }
 
 // NewBatch returns an empty batch of the site's, to put in the place of

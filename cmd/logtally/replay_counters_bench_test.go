@@ -18,16 +18,29 @@ func BenchmarkReplayCounters(b *testing.B) {
 	dir := b.TempDir()
 	log := filepath.Join(dir, "access.log")
 	writeLog(b, log, lines)
-	for _, n := range []int{0, 1, 10, 50} {
-		conf := filepath.Join(dir, fmt.Sprintf("counters%d.conf", n))
+	for _, c := range []struct {
+		n     int
+		apart bool
+	}{{0, false}, {1, false}, {10, false}, {50, false}, {10, true}, {50, true}} {
+		n := c.n
+		conf := filepath.Join(dir, fmt.Sprintf("counters%d-%v.conf", n, c.apart))
 		var decl strings.Builder
 		for i := range n {
-			fmt.Fprintf(&decl, "c%d=* /{section}/**\n", i)
+			if c.apart {
+				// A method list of its own: each counts apart.
+				fmt.Fprintf(&decl, "c%d=GET,X%c%c /{section}/**\n", i, 'A'+i/26, 'A'+i%26)
+			} else {
+				fmt.Fprintf(&decl, "c%d=* /{section}/**\n", i)
+			}
 		}
 		if err := os.WriteFile(conf, []byte(decl.String()), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("counters=%d", n), func(b *testing.B) {
+		name := fmt.Sprintf("counters=%d", n)
+		if c.apart {
+			name += "/apart"
+		}
+		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := range b.N {
 				replayOnce(b, lines, "--db", filepath.Join(b.TempDir(), fmt.Sprintf("db%d", i)), "--counters", conf, log)

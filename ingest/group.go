@@ -1,0 +1,183 @@
+package ingest
+
+import (
+	"sync/atomic"
+
+	"github.com/logtally/logtally"
+)
+
+// A group is a set of named counters that count some lines under the same
+// key: declared apart (another method list, another status filter, another
+// pattern), they still count those lines alike. Such a line is counted
+// once, in the group's batch, instead of once in each counter's: what
+// makes fifty counters that match every line cost little more than one.
+//
+// At each commit (Pending), a counter whose lines since the last one all
+// lie in one batch is committed as that batch, under its name (as
+// counters that count the same are, tally.Batch.SetAlso); one whose lines
+// lie in several (its own and a group's, or two groups') has the groups'
+// merged into its own batch first, which costs what counting it apart
+// does. The live loop's windows stay each counter's own.
+type group struct {
+	site    *Site   // the batch of the group's lines
+	members []int32 // the counters, ascending; each counts as itself (counter.Matcher.Same)
+	lines   atomic.Int64
+}
+
+// maxGroups bounds the groups a core keeps. Past it, a line of a new set
+// of counters is counted in each counter's batch, as it would be alone:
+// what a set of counters can be is bounded by their method lists and
+// status filters, so a flood of odd requests cannot grow memory.
+const maxGroups = 256
+
+// groups are the router's groups, by their members' numbers.
+type groups struct {
+	byKey map[string]*group
+	list  atomic.Pointer[[]*group] // for readers (Core.CounterLines); replaced when one is added
+	in    []int32                  // scratch of Pending: how many batches hold each counter's lines
+	full  bool                     // the warning past maxGroups was logged
+	// settled is set once the batches of the next commit are settled,
+	// until it is taken (ClearPending): a commit tried again must not
+	// merge a group into a counter's batch twice.
+	settled bool
+}
+
+// CountMatch adds ch, what a hit counts in the counters of match m
+// (Result.CounterHit), to the batch of their group, or with one counter,
+// to the counter's.
+func (c *Core) CountMatch(m Match, ch *logtally.Hit, second bool) {
+	if m.set == nil {
+		c.countHit(int(m.counter), ch, second)
+		return
+	}
+	gr := c.router.groupOf(m.set)
+	if gr == nil {
+		for _, k := range m.set.ids {
+			c.countHit(int(k), ch, second)
+		}
+		return
+	}
+	gr.site.Batch.Add(ch, second)
+	c.router.touch(gr.site)
+	gr.lines.Add(1)
+}
+
+// groupOf returns the group of the counters of cs, made on first use; nil
+// past maxGroups.
+func (rt *router) groupOf(cs *counterSet) *group {
+	if cs.group != nil {
+		return cs.group
+	}
+	gs := &rt.groups
+	if gr, ok := gs.byKey[cs.key]; ok {
+		cs.group = gr
+		return gr
+	}
+	if len(gs.byKey) >= maxGroups {
+		if !gs.full {
+			gs.full = true
+			rt.log.Warn("more sets of named counters that count a line alike than are counted once; lines of new sets are counted by each counter apart",
+				"max", maxGroups)
+		}
+		return nil
+	}
+	if gs.byKey == nil {
+		gs.byKey = make(map[string]*group)
+	}
+	gr := &group{members: cs.ids}
+	lead := rt.counters[cs.ids[0]]
+	gr.site = newSite(lead.name, lead.id, true)
+	gr.site.group = gr
+	gs.byKey[cs.key] = gr
+	var list []*group
+	if old := gs.list.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	list = append(list, gr)
+	gs.list.Store(&list)
+	cs.group = gr
+	return gr
+}
+
+// settleGroups decides, before a commit, under which names the touched
+// groups' batches are committed: each counter whose lines are in that
+// batch alone, the first one's name the batch's and the others its views
+// (tally.Batch.SetAlso). A counter whose lines are in several batches has
+// the groups' merged into its own. A group's batch that no counter takes
+// whole is emptied and left out of the commit.
+func (rt *router) settleGroups() {
+	gs := &rt.groups
+	if len(gs.byKey) == 0 || gs.settled {
+		return
+	}
+	gs.settled = true
+	gs.in = append(gs.in[:0], make([]int32, len(rt.counters))...)
+	for c, s := range rt.counters {
+		if s.inBatch && s.id == c {
+			gs.in[c] = 1
+		}
+	}
+	touched := append([]*Site(nil), rt.touched...) // settling touches counters' sites anew
+	for _, s := range touched {
+		if s.group != nil {
+			for _, m := range s.group.members {
+				gs.in[m]++
+			}
+		}
+		s.inBatch = false
+	}
+	rt.touched = rt.touched[:0]
+	for _, s := range touched {
+		if s.group == nil || rt.settle(s) {
+			rt.touch(s)
+		}
+	}
+}
+
+// settle names a touched group site's batch for the commit, merging it
+// into the batches of its counters whose lines lie elsewhere too, and
+// reports whether any counter takes it whole.
+func (rt *router) settle(s *Site) bool {
+	var names []string
+	for _, m := range s.group.members {
+		own := rt.counters[m]
+		if rt.groups.in[m] > 1 {
+			own.Batch.Merge(s.Batch)
+			rt.touch(own)
+			continue
+		}
+		if names != nil {
+			names = append(names, own.name)
+		} else {
+			names = []string{own.name}
+		}
+		names = append(names, own.also...)
+	}
+	if names == nil {
+		s.Batch.Reset()
+		s.inBatch = false
+		return false
+	}
+	s.Batch.SetSite(names[0])
+	s.Batch.SetAlso(names[1:])
+	return true
+}
+
+// groupLines returns how many lines counter i (one that counts as itself)
+// counted in the groups it is in.
+func (rt *router) groupLines(i int) int64 {
+	list := rt.groups.list.Load()
+	if list == nil {
+		return 0
+	}
+	var n int64
+	for _, gr := range *list {
+		for _, m := range gr.members {
+			if int(m) == i {
+				n += gr.lines.Load()
+				break
+			}
+		}
+	}
+	return n
+}
