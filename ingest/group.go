@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 
 	"github.com/logtally/logtally"
@@ -34,8 +35,13 @@ const maxGroups = 256
 type groups struct {
 	byKey map[string]*group
 	list  atomic.Pointer[[]*group] // for readers (Core.CounterLines); replaced when one is added
-	in    []int32                  // scratch of Pending: how many batches hold each counter's lines
-	full  bool                     // the warning past maxGroups was logged
+	// Pending's scratch, by counter (see classify): how many batches hold
+	// its lines; which counter's batch takes them; the groups they lie
+	// in; the counters whose lines ride on its batch.
+	in, lead []int32
+	sig      [][]byte
+	riders   [][]int32
+	full     bool // the warning past maxGroups was logged
 	// settled is set once the batches of the next commit are settled,
 	// until it is taken (ClearPending): a commit tried again must not
 	// merge a group into a counter's batch twice.
@@ -103,27 +109,19 @@ func (rt *router) groupOf(cs *counterSet) *group {
 // groups' batches are committed: each counter whose lines are in that
 // batch alone, the first one's name the batch's and the others its views
 // (tally.Batch.SetAlso). A counter whose lines are in several batches has
-// the groups' merged into its own. A group's batch that no counter takes
-// whole is emptied and left out of the commit.
+// the groups' merged into its own, once for the counters whose lines are
+// in the same ones, which ride on the first one's batch as its views. A
+// group's batch that no counter takes whole is emptied and left out of
+// the commit.
 func (rt *router) settleGroups() {
 	gs := &rt.groups
 	if len(gs.byKey) == 0 || gs.settled {
 		return
 	}
 	gs.settled = true
-	gs.in = append(gs.in[:0], make([]int32, len(rt.counters))...)
-	for c, s := range rt.counters {
-		if s.inBatch && s.id == c {
-			gs.in[c] = 1
-		}
-	}
 	touched := append([]*Site(nil), rt.touched...) // settling touches counters' sites anew
+	rt.classify(touched)
 	for _, s := range touched {
-		if s.group != nil {
-			for _, m := range s.group.members {
-				gs.in[m]++
-			}
-		}
 		s.inBatch = false
 	}
 	rt.touched = rt.touched[:0]
@@ -132,18 +130,77 @@ func (rt *router) settleGroups() {
 			rt.touch(s)
 		}
 	}
+	for m, s := range rt.counters {
+		if s.id != m || !s.inBatch {
+			continue
+		}
+		also := s.also
+		for _, r := range gs.riders[m] {
+			also = append(append(also[:len(also):len(also)], rt.counters[r].name), rt.counters[r].also...)
+		}
+		s.Batch.SetAlso(also)
+	}
+}
+
+// classify counts the batches among touched that hold each counter's
+// lines (in), and of the counters whose lines lie in several groups' and
+// not in their own, finds those whose lines lie in the same ones: the
+// first of them (lead) takes the lines of all (riders).
+func (rt *router) classify(touched []*Site) {
+	gs := &rt.groups
+	n := len(rt.counters)
+	gs.in = append(gs.in[:0], make([]int32, n)...)
+	gs.lead = append(gs.lead[:0], make([]int32, n)...)
+	for len(gs.sig) < n {
+		gs.sig = append(gs.sig, nil)
+		gs.riders = append(gs.riders, nil)
+	}
+	for m, s := range rt.counters {
+		gs.sig[m], gs.riders[m] = gs.sig[m][:0], gs.riders[m][:0]
+		if s.inBatch && s.id == m {
+			gs.in[m] = 1
+		}
+	}
+	gi := uint32(0)
+	for _, s := range touched {
+		if s.group == nil {
+			continue
+		}
+		for _, m := range s.group.members {
+			gs.in[m]++
+			gs.sig[m] = binary.LittleEndian.AppendUint32(gs.sig[m], gi)
+		}
+		gi++
+	}
+	first := make(map[string]int32)
+	for m := range n {
+		gs.lead[m] = int32(m)
+		if gs.in[m] < 2 || rt.counters[m].inBatch {
+			continue // in one batch, or in its own, whose lines are its alone
+		}
+		if f, ok := first[string(gs.sig[m])]; ok {
+			gs.lead[m] = f
+			gs.riders[f] = append(gs.riders[f], int32(m))
+		} else {
+			first[string(gs.sig[m])] = int32(m)
+		}
+	}
 }
 
 // settle names a touched group site's batch for the commit, merging it
-// into the batches of its counters whose lines lie elsewhere too, and
-// reports whether any counter takes it whole.
+// into the batches of its counters whose lines lie elsewhere too (once
+// for the counters whose lines lie in the same batches), and reports
+// whether any counter takes it whole.
 func (rt *router) settle(s *Site) bool {
+	gs := &rt.groups
 	var names []string
 	for _, m := range s.group.members {
 		own := rt.counters[m]
-		if rt.groups.in[m] > 1 {
-			own.Batch.Merge(s.Batch)
-			rt.touch(own)
+		if gs.in[m] > 1 {
+			if gs.lead[m] == m {
+				own.Batch.Merge(s.Batch)
+				rt.touch(own)
+			}
 			continue
 		}
 		if names != nil {

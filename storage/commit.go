@@ -98,6 +98,7 @@ type batchCommit struct {
 	sites   []*Site
 	fresh   []bool          // the sites this commit creates
 	kept    []logtally.Kept // the lines each batch kept in each resolution
+	shares  shareChange     // which sites share a history (see share_commit.go)
 }
 
 // commitPrepared is Commit once its batches' outbox entries are encoded
@@ -116,8 +117,12 @@ func (s *Store) commitPrepared(bs []*tally.Batch, entries [][]byte, preps []prep
 			si, c.fresh[i] = s.newSite(b.Site()), true
 		}
 		c.sites[i] = si
-		defer si.numbers.reset()
 	}
+	defer func() { // c.sites, as the commit left them (see unshareTx)
+		for _, si := range c.sites {
+			si.numbers.reset()
+		}
+	}()
 	defer s.scratch.reset() // after an error, counts may be left in the tallies
 	if err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) { return s.writeCommit(tx, c) }); err != nil {
 		return fmt.Errorf("commit: %w", err)
@@ -137,7 +142,12 @@ func (s *Store) writeCommit(tx *bolt.Tx, c *batchCommit) ([]siteChange, error) {
 				return nil, err
 			}
 		}
-		if s.Shares(b.Site()) != b.Site() {
+	}
+	if err := s.settleShares(tx, c); err != nil {
+		return nil, err
+	}
+	for i, b := range c.bs {
+		if c.shares.skip[i] {
 			continue // stored once, in the site it shares (see share.go)
 		}
 		ch, k, err := c.sites[i].commit(tx, b, &c.preps[i])
@@ -169,6 +179,7 @@ func (s *Store) writeCommit(tx *bolt.Tx, c *batchCommit) ([]siteChange, error) {
 // the sites it created, the outbox, the compactions it asks for, the
 // minutes it wrote and the lines it kept.
 func (s *Store) committed(c *batchCommit, now time.Time) {
+	s.sharesCommitted(c)
 	for i, b := range c.bs {
 		si := c.sites[i]
 		if c.fresh[i] {

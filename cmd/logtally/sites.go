@@ -79,8 +79,10 @@ func storedSites(store *storage.Store) ([]string, error) {
 // line is counted, so that one has a history from the start, of zeros
 // until it counts: the API answers it, and report lists it. A counter that
 // counts the same as one declared before it (counter.Matcher.Same) shares
-// that one's history, unless it holds one of its own; one that shared a
-// history and now counts apart gets a copy of it.
+// that one's history, unless it holds one of its own; one that shared
+// another history gets a copy of it. Counters declared apart that have
+// counted alike so far may share one too: each commit ends a share whose
+// counters count apart from then on (see storage/share_commit.go).
 func storeCounters(store *storage.Store, m *counter.Matcher) error {
 	cs := m.Counters()
 	var names []string
@@ -90,14 +92,16 @@ func storeCounters(store *storage.Store, m *counter.Matcher) error {
 	var shares []storage.Share
 	for i, name := range names {
 		lead := names[m.Same(i)]
-		if as := store.Shares(name); as != name && as != lead {
+		if lead == name {
+			continue // a history it shares is the commits' to settle (storage.Store.Commit)
+		}
+		as := store.Shares(lead) // the lead may share one, counting alike
+		if held := store.Shares(name); held != name && held != as {
 			if err := store.Unshare(name); err != nil {
 				return err
 			}
 		}
-		if lead != name {
-			shares = append(shares, storage.Share{Site: name, As: lead})
-		}
+		shares = append(shares, storage.Share{Site: name, As: as})
 	}
 	if _, err := store.ShareSites(shares...); err != nil {
 		return err

@@ -113,11 +113,12 @@ func countInto(t *testing.T, chunks []tailer.Chunk, cfg ingest.Config, m *counte
 	return s
 }
 
-// counted returns what a store holds of counter name: its minutes, and
-// its keys with their views over the day before T0, as text ("" if none).
+// counted returns what a store holds of counter name, as the API reads
+// it (its history, or the one it shares): its minutes, and its keys with
+// their views over the day before T0, as text ("" if none).
 func counted(t *testing.T, s *storage.Store, name string) string {
 	t.Helper()
-	site := logtally.CounterSite(name)
+	site := s.Shares(logtally.CounterSite(name)) // its history, or the one it shares
 	minutes, _ := ingesttest.MinutesOf(t, s, site)
 	st, ok := s.Site(site)
 	if !ok || minutes == "[]" {
