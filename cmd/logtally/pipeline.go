@@ -176,7 +176,9 @@ func siteWindow(cfg pipelineConfig, d pipelineDeps, site string, end time.Time) 
 		// distinct visitors.
 		wcfg.MaxPaths, wcfg.Pages, wcfg.PathVisitors = d.counterMax, d.counterMax, true
 	}
-	if st, ok := d.store.Site(site); ok {
+	// A counter that counts as another does reads that one's history,
+	// its checkpointed seconds among it (storage.Store.Shares).
+	if st, ok := d.store.Site(d.store.Shares(site)); ok {
 		return live.Restore(st, wcfg, anchor, end)
 	}
 	return window.New(wcfg, end), nil // with --window-end log, the first line moves it
