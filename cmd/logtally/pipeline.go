@@ -143,8 +143,22 @@ func newPipeline(cfg pipelineConfig, d pipelineDeps) (*pipeline, error) {
 		}
 		return &pipeline{core: r.Core, Replayer: r}, nil
 	}
+	// Counters that read one history are restored into one window, which
+	// they share while they count alike (see live's classes).
+	restored := make(map[string]*window.Window)
 	deps := live.Deps{Deps: core, Store: d.commit,
-		NewWindow: func(site string, end time.Time) (*window.Window, error) { return siteWindow(cfg, d, site, end) }}
+		NewWindow: func(site string, end time.Time) (*window.Window, error) {
+			if !logtally.IsCounterSite(site) {
+				return siteWindow(cfg, d, site, end)
+			}
+			held := d.store.Shares(site)
+			if w, ok := restored[held]; ok {
+				return w, nil
+			}
+			w, err := siteWindow(cfg, d, site, end)
+			restored[held] = w
+			return w, err
+		}}
 	if !cfg.multiSite() {
 		w, err := live.Restore(d.store, d.window, cfg.forRun.Anchor, d.now())
 		if err != nil {

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"github.com/logtally/logtally"
 	"time"
 
 	"github.com/logtally/logtally/ingest"
@@ -54,13 +53,7 @@ func (l *Loop) apply(r *ingest.Result) {
 		allSite.Batch.Add(h, second)
 		for _, m := range r.Matches(first, mi) {
 			ch := r.CounterHit(h, m)
-			if ks := m.Counters(); ks != nil {
-				for _, k := range ks {
-					w.addCounter(int(k), ch, r.Now)
-				}
-			} else {
-				w.addCounter(m.Counter(), ch, r.Now)
-			}
+			w.countMatch(m, ch, r.Now)
 			l.CountMatch(m, &ch, second)
 		}
 		if s != nil {
@@ -72,13 +65,6 @@ func (l *Loop) apply(r *ingest.Result) {
 	}
 	w.reject(r)
 	l.ApplyLines(r, parsed)
-}
-
-// addCounter adds what a hit counts in counter k to its window.
-func (w *windows) addCounter(k int, ch logtally.Hit, now time.Time) {
-	cw := w.counters[k]
-	w.advance(cw, now)
-	cw.Add(ch)
 }
 
 // reject counts a result's rejected lines in the all-sites view's window,

@@ -46,7 +46,7 @@ func (l *Loop) Collect(ch chan<- prometheus.Metric) {
 		gauge(windowRequestsDesc, s.Requests)
 	}
 	for _, name := range l.wins.names {
-		if s := l.wins.byCounter[name].Current(); s != nil {
+		if s := l.wins.byCounter[name].Load().Current(); s != nil {
 			gauge(counterWindowDesc, s.Requests, name)
 			gauge(counterVisitorsDesc, s.Visitors, name)
 		}

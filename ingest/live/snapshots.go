@@ -40,5 +40,5 @@ func (l *Loop) CounterSnapshot(name string) (*logtally.Snapshot, bool) {
 	if !ok {
 		return nil, false
 	}
-	return w.Current(), true
+	return w.Load().Current(), true
 }

@@ -31,7 +31,8 @@ type windows struct {
 	// name, is set in New and only read after.
 	names     []string
 	same      []int // the counter each one counts as (counter.Matcher.Same), whose window it shares
-	byCounter map[string]*window.Window
+	byCounter map[string]*counterWindow
+	classes   classes // of counters that share a window, having counted alike
 	index     atomic.Pointer[siteIndex]
 }
 
@@ -46,7 +47,7 @@ type siteIndex struct {
 // the all-sites view's from deps.NewWindow.
 func (w *windows) init(cfg Config, deps Deps) error {
 	w.anchor, w.newWindow, w.now = cfg.Anchor, deps.NewWindow, deps.Now
-	w.byCounter = make(map[string]*window.Window)
+	w.byCounter = make(map[string]*counterWindow)
 	w.index.Store(&siteIndex{byName: map[string]*window.Window{}})
 	if deps.Counters != nil {
 		if deps.NewWindow == nil {
@@ -55,6 +56,7 @@ func (w *windows) init(cfg Config, deps Deps) error {
 		for i, c := range deps.Counters.Counters() {
 			w.names = append(w.names, c.Name)
 			w.same = append(w.same, deps.Counters.Same(i))
+			w.byCounter[c.Name] = new(counterWindow)
 		}
 		w.counters = make([]*window.Window, len(w.names))
 	}
@@ -85,7 +87,7 @@ func (w *windows) restart(sec int64) {
 	for _, sw := range w.sites {
 		sw.Restart(end)
 	}
-	for _, cw := range w.counters {
+	for _, cw := range w.classes.win {
 		cw.Restart(end)
 	}
 }
@@ -99,12 +101,7 @@ func (w *windows) newSite(s *ingest.Site) error {
 		if err != nil {
 			return err
 		}
-		for i, lead := range w.same {
-			if lead == s.ID() {
-				w.counters[i] = win
-				w.byCounter[w.names[i]] = win
-			}
-		}
+		w.setCounterWindow(s.ID(), w.classes.join(s.ID(), win))
 		return nil
 	}
 	win := w.all
@@ -166,11 +163,9 @@ func (w *windows) publish(now time.Time, counters bool) {
 		sw.Publish()
 	}
 	if counters {
-		for i, cw := range w.counters {
-			if w.same[i] == i { // once, not for each counter that shares it
-				w.advance(cw, now)
-				cw.Publish()
-			}
+		for _, cw := range w.classes.win { // once, not for each counter that shares it
+			w.advance(cw, now)
+			cw.Publish()
 		}
 	}
 }

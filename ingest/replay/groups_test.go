@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -47,13 +48,12 @@ func TestGroupedCountersEqualApart(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			chunks := ingesttest.RandomChunks(rng, ingest.JudgeLines)
 			cfg := ingest.Config{ByField: true, FlushLines: 1 + rng.IntN(500)}
-			together := map[string]*storage.Store{
-				"replay": countInto(t, chunks, cfg, matcher(t, overlapping...), false),
-				"live":   countInto(t, chunks, cfg, matcher(t, overlapping...), true),
-			}
+			replayed, _ := countInto(t, chunks, cfg, matcher(t, overlapping...), false)
+			run, loop := countInto(t, chunks, cfg, matcher(t, overlapping...), true)
+			together := map[string]*storage.Store{"replay": replayed, "live": run}
 			for _, decl := range overlapping {
 				name := decl[:1]
-				alone := countInto(t, chunks, cfg, matcher(t, decl), false)
+				alone, aloneLoop := countInto(t, chunks, cfg, matcher(t, decl), true)
 				want := counted(t, alone, name)
 				if want == "" {
 					t.Fatalf("counter %s counted nothing alone", name)
@@ -62,6 +62,11 @@ func TestGroupedCountersEqualApart(t *testing.T) {
 					if got := counted(t, s, name); got != want {
 						t.Errorf("counter %s counted with the others (%s):\n%s\nalone:\n%s", name, how, got, want)
 					}
+				}
+				got, _ := loop.CounterSnapshot(name)
+				want2, _ := aloneLoop.CounterSnapshot(name)
+				if !reflect.DeepEqual(got, want2) {
+					t.Errorf("counter %s's window counted with the others:\n%+v\nalone:\n%+v", name, got, want2)
 				}
 			}
 		})
@@ -83,8 +88,8 @@ func matcher(t *testing.T, decls ...string) *counter.Matcher {
 }
 
 // countInto counts chunks into a new store with the counters of m, by
-// replay, or by the live loop committing every chunk.
-func countInto(t *testing.T, chunks []tailer.Chunk, cfg ingest.Config, m *counter.Matcher, run bool) *storage.Store {
+// replay, or by the live loop committing every chunk (then returned too).
+func countInto(t *testing.T, chunks []tailer.Chunk, cfg ingest.Config, m *counter.Matcher, run bool) (*storage.Store, *live.Loop) {
 	t.Helper()
 	s := ingesttest.Store(t)
 	format, classifier := ingesttest.SiteFormat(t)
@@ -97,7 +102,7 @@ func countInto(t *testing.T, chunks []tailer.Chunk, cfg ingest.Config, m *counte
 		if err := r.Replay(context.Background(), ingesttest.Feed(chunks...)); err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return s, nil
 	}
 	cfg.FlushLines = 1
 	l, err := live.New(live.Config{Ingest: cfg, Anchor: live.AnchorLog}, live.Deps{Deps: core, Store: s,
@@ -110,7 +115,7 @@ func countInto(t *testing.T, chunks []tailer.Chunk, cfg ingest.Config, m *counte
 	if err := l.Run(context.Background(), ingesttest.Feed(chunks...)); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, l
 }
 
 // counted returns what a store holds of counter name, as the API reads
