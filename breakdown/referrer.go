@@ -23,44 +23,37 @@ const (
 // Referer without a scheme ("example.com/page") is read as starting with
 // its host; one whose host is not a DNS name, an IPv4 address or a
 // bracketed IPv6 address is hostInvalid, and dst is returned as it was.
+// The authority is copied once, in lower case, and then cut down in
+// place: the user part that a '@' ends is dropped as soon as it is seen,
+// and never leaves dst's spare capacity.
 func appendRefHost(dst, ref []byte) ([]byte, hostResult) {
 	if len(ref) == 0 || len(ref) == 1 && ref[0] == '-' {
 		return dst, hostNone
 	}
-	rest := afterScheme(ref)
-	if end := bytes.IndexAny(rest, "/?#\\"); end >= 0 {
-		rest = rest[:end]
-	}
-	if at := bytes.LastIndexByte(rest, '@'); at >= 0 {
-		rest = rest[at+1:]
-	}
-	host, ok := cutPort(rest)
-	if !ok || len(host) == 0 || len(host) > MaxHost {
-		return dst, hostInvalid
-	}
 	start := len(dst)
-	for _, c := range host {
-		c = lower(c)
-		if !hostByte[c] {
-			return dst[:start], hostInvalid
+	for _, c := range afterScheme(ref) {
+		if c == '/' || c == '?' || c == '#' || c == '\\' {
+			break
 		}
-		dst = append(dst, c)
+		if c == '@' {
+			dst = dst[:start]
+			continue
+		}
+		dst = append(dst, lower(c))
 	}
-	h := bytes.TrimRight(dst[start:], ".")
-	if len(h) == 0 {
-		return dst[:start], hostInvalid
-	}
-	if h[0] != '[' && !validLabels(h) {
+	host, ok := cutPort(dst[start:])
+	host = bytes.TrimRight(host, ".")
+	if !ok || len(host) == 0 || len(host) > MaxHost || host[0] != '[' && !validLabels(host) {
 		return dst[:start], hostInvalid
 	}
 	for {
-		w, ok := bytes.CutPrefix(h, []byte("www."))
+		w, ok := bytes.CutPrefix(host, []byte("www."))
 		if !ok || bytes.IndexByte(w, '.') <= 0 {
 			break
 		}
-		h = dst[start : start+copy(dst[start:], w)]
+		host = dst[start : start+copy(dst[start:], w)]
 	}
-	return dst[:start+len(h)], hostOK
+	return dst[:start+len(host)], hostOK
 }
 
 // afterScheme returns ref after its "scheme://", or all of ref if it has
@@ -79,7 +72,7 @@ func afterScheme(ref []byte) []byte {
 	return ref
 }
 
-// cutPort returns the host of an authority without its port: a bracketed
+// cutPort returns the host of a lower-case authority without its port: a bracketed
 // IPv6 address with its brackets, else what comes before the first ':'.
 // It reports false for an unclosed bracket or text after one.
 func cutPort(auth []byte) ([]byte, bool) {
@@ -89,7 +82,7 @@ func cutPort(auth []byte) ([]byte, bool) {
 			return nil, false
 		}
 		for _, c := range auth[1:end] {
-			if !(c == ':' || c == '.' || '0' <= c && c <= '9' || 'a' <= lower(c) && lower(c) <= 'f') {
+			if !(c == ':' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 				return nil, false
 			}
 		}
@@ -102,48 +95,33 @@ func cutPort(auth []byte) ([]byte, bool) {
 }
 
 // validLabels reports whether the lower-case host h, not a bracketed
-// address, is dot-separated labels of letters, digits, '-' and '_', each of
-// 1 to 63 bytes and neither starting nor ending with '-', as DNS wants.
+// address, is dot-separated labels of letters, digits, '-' and '_' (which
+// some hosts have, though DNS names should not), each of 1 to 63 bytes and
+// neither starting nor ending with '-', as DNS wants.
 func validLabels(h []byte) bool {
 	n := 0
 	for i, c := range h {
-		switch c {
-		case '.':
+		switch {
+		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_':
+		case c == '.':
 			if n == 0 || h[i-1] == '-' {
 				return false
 			}
 			n = 0
-		case '[', ']', ':':
-			return false
-		case '-':
+			continue
+		case c == '-':
 			if n == 0 {
 				return false
 			}
-			fallthrough
 		default:
-			if n++; n > 63 {
-				return false
-			}
+			return false
+		}
+		if n++; n > 63 {
+			return false
 		}
 	}
 	return n > 0 && h[len(h)-1] != '-'
 }
-
-// hostByte has the bytes a normalized host may hold: lower-case letters,
-// digits, '-', '_' (which some hosts have, though DNS names should not) and
-// '.'; and '[', ']' and ':' of a bracketed IPv6 address.
-var hostByte = func() (t [256]bool) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for _, c := range "-_.[]:" {
-		t[c] = true
-	}
-	return t
-}()
 
 // lower returns the lower case of an ASCII letter, and any other byte as it
 // is.
