@@ -72,6 +72,11 @@ type agentEntry struct {
 type agentCache struct {
 	seed maphash.Seed
 	sets *[agentSets][agentWays]agentEntry
+	// last is the entry of the line before's agent: a page and its
+	// assets come one after another from one browser, so it is often the
+	// next line's too, which then costs a compare and no hash. (The entry
+	// may have been given to another agent since: the compare tells.)
+	last *agentEntry
 }
 
 // get returns what ua tells, from the cache if it holds ua (a hash and
@@ -89,20 +94,27 @@ func (c *agentCache) get(p *useragent.Parser, ua []byte) agent {
 		c.seed = maphash.MakeSeed()
 		c.sets = new([agentSets][agentWays]agentEntry)
 	}
+	if c.last != nil && c.last.ua == string(ua) {
+		return c.last.a
+	}
 	h := maphash.Bytes(c.seed, ua)
 	s := &c.sets[h%agentSets]
 	for i := range s {
 		if s[i].hash == h && s[i].ua == string(ua) {
-			e := s[i]
-			copy(s[1:i+1], s[:i])
-			s[0] = e
-			return e.a
+			if i > 0 {
+				e := s[i]
+				copy(s[1:i+1], s[:i])
+				s[0] = e
+			}
+			c.last = &s[0]
+			return s[0].a
 		}
 	}
 	e := agentEntry{hash: h, ua: string(ua)}
 	e.a = parseAgent(p, e.ua)
 	copy(s[1:], s[:agentWays-1])
 	s[0] = e
+	c.last = &s[0]
 	return e.a
 }
 

@@ -46,10 +46,11 @@ const (
 )
 
 // netEntry is one remembered network: key is its network with netKeyTag
-// set (so the zero entry is empty), cc its country or "" for Unknown.
+// set (so the zero entry is empty), cc its country, zero for Unknown. It
+// holds no pointer, so the table costs the collector nothing.
 type netEntry struct {
 	key uint64
-	cc  string
+	cc  [2]byte
 }
 
 const (
@@ -62,25 +63,34 @@ const (
 type netCache struct {
 	db      *maxminddb.Reader // the database the cache is of
 	sets    *[netSets][netWays]netEntry
-	records map[uintptr]string
+	records map[uintptr][2]byte
 }
 
 // country returns the country of the client address host (as the line
-// wrote it), or "" when it cannot be told.
-func (c *netCache) country(db *maxminddb.Reader, host []byte) string {
-	if !addrText(host) {
-		return ""
+// wrote it), or zero when it cannot be told. An IPv4 address, nearly
+// every client's, is read here straight into its network's key; netip
+// reads the others.
+func (c *netCache) country(db *maxminddb.Reader, host []byte) [2]byte {
+	var addr netip.Addr
+	var key uint64
+	var bits int
+	if a, ok := parseIPv4(host); ok {
+		key, bits = netKey4(a), 24
+	} else {
+		if !addrText(host) {
+			return [2]byte{}
+		}
+		// ParseAddr keeps nothing of its argument but a zone, and there
+		// is none, so the line's bytes are lent to it rather than copied.
+		var err error
+		if addr, err = netip.ParseAddr(unsafe.String(unsafe.SliceData(host), len(host))); err != nil {
+			return [2]byte{}
+		}
+		addr = addr.Unmap()
+		key, bits = netKey(addr)
 	}
-	// ParseAddr keeps nothing of its argument but a zone, and there is
-	// none, so the line's bytes are lent to it rather than copied.
-	addr, err := netip.ParseAddr(unsafe.String(unsafe.SliceData(host), len(host)))
-	if err != nil {
-		return ""
-	}
-	addr = addr.Unmap()
-	key, bits := netKey(addr)
 	if c.db != db {
-		*c = netCache{db: db, sets: new([netSets][netWays]netEntry), records: make(map[uintptr]string)}
+		*c = netCache{db: db, sets: new([netSets][netWays]netEntry), records: make(map[uintptr][2]byte)}
 	}
 	s := &c.sets[(key*0x9E3779B97F4A7C15)>>54%netSets]
 	for i := range s {
@@ -91,6 +101,9 @@ func (c *netCache) country(db *maxminddb.Reader, host []byte) string {
 			return e.cc
 		}
 	}
+	if !addr.IsValid() {
+		addr, _ = netip.ParseAddr(unsafe.String(unsafe.SliceData(host), len(host)))
+	}
 	res := db.Lookup(addr)
 	cc := c.record(res)
 	if p := res.Prefix(); p.IsValid() && p.Addr().Is4() == addr.Is4() && p.Bits() <= bits {
@@ -98,6 +111,35 @@ func (c *netCache) country(db *maxminddb.Reader, host []byte) string {
 		s[0] = netEntry{key: key, cc: cc}
 	}
 	return cc
+}
+
+// parseIPv4 reads a dotted-quad IPv4 address as netip does: four decimal
+// numbers of 0 to 255, without leading zeros.
+func parseIPv4(b []byte) (a [4]byte, ok bool) {
+	n, digits, field := 0, 0, 0
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			if digits == 1 && n == 0 {
+				return a, false // a leading zero
+			}
+			if n = n*10 + int(c-'0'); n > 255 {
+				return a, false
+			}
+			digits++
+		case c == '.' && digits > 0 && field < 3:
+			a[field] = byte(n)
+			n, digits = 0, 0
+			field++
+		default:
+			return a, false
+		}
+	}
+	if digits == 0 || field != 3 {
+		return a, false
+	}
+	a[3] = byte(n)
+	return a, true
 }
 
 // addrText reports whether host may be an IP address: hex digits, dots
@@ -115,11 +157,15 @@ func addrText(host []byte) bool {
 	return true
 }
 
+// netKey4 returns the key of an IPv4 address's /24.
+func netKey4(a [4]byte) uint64 {
+	return netKeyTag | netKeyV4 | uint64(a[0])<<16 | uint64(a[1])<<8 | uint64(a[2])
+}
+
 // netKey returns the key of addr's network and that network's length.
 func netKey(addr netip.Addr) (key uint64, bits int) {
 	if addr.Is4() {
-		a := addr.As4()
-		return netKeyTag | netKeyV4 | uint64(a[0])<<16 | uint64(a[1])<<8 | uint64(a[2]), 24
+		return netKey4(addr.As4()), 24
 	}
 	a := addr.As16()
 	return netKeyTag | uint64(a[0])<<40 | uint64(a[1])<<32 | uint64(a[2])<<24 | uint64(a[3])<<16 | uint64(a[4])<<8 | uint64(a[5]), 48
@@ -128,9 +174,9 @@ func netKey(addr netip.Addr) (key uint64, bits int) {
 // record returns the country of a lookup's record, remembered by the
 // record's offset: its country's, else its registered country's (an
 // anonymous proxy's or a satellite provider's record has only that).
-func (c *netCache) record(res maxminddb.Result) string {
+func (c *netCache) record(res maxminddb.Result) [2]byte {
 	if !res.Found() {
-		return ""
+		return [2]byte{}
 	}
 	if cc, ok := c.records[res.Offset()]; ok {
 		return cc
@@ -140,13 +186,14 @@ func (c *netCache) record(res maxminddb.Result) string {
 		cc = ""
 		_ = res.DecodePath(&cc, "registered_country", "iso_code")
 	}
-	if !isCountryCode(cc) {
-		cc = ""
+	var code [2]byte
+	if isCountryCode(cc) {
+		code = [2]byte{cc[0], cc[1]}
 	}
 	if len(c.records) < maxRecords {
-		c.records[res.Offset()] = cc
+		c.records[res.Offset()] = code
 	}
-	return cc
+	return code
 }
 
 // isCountryCode reports whether s is two upper-case ASCII letters.

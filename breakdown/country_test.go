@@ -137,3 +137,52 @@ func TestNetKey(t *testing.T) {
 		}
 	}
 }
+
+func TestParseIPv4(t *testing.T) {
+	for _, s := range []string{"1.2.3.4", "0.0.0.0", "255.255.255.255", "198.18.0.1", "256.1.1.1", "1.2.3", "1.2.3.4.5", "01.2.3.4",
+		"1.2.3.04", "0.10.100.0", "1..2.3", ".1.2.3", "1.2.3.", "1.2.3.4a", "", "::1", "::ffff:1.2.3.4", "1.2.3.-4", "1234.1.1.1"} {
+		got, ok := parseIPv4([]byte(s))
+		want, err := netip.ParseAddr(s)
+		if wantOK := err == nil && want.Is4(); ok != wantOK || ok && got != want.As4() {
+			t.Errorf("parseIPv4(%q) = %v, %v; netip says %v, %v", s, got, ok, want, err)
+		}
+	}
+}
+
+// FuzzCountry checks that whatever a client address field holds, the
+// cache answers as the database does, the first time and the next, and
+// that IPv4 addresses are read as netip reads them.
+func FuzzCountry(f *testing.F) {
+	for _, s := range []string{"81.2.69.1", "203.0.113.200", "2001:db8:1::1", "::ffff:81.2.69.5", "fe80::1%eth0", "01.2.3.4", "-", ""} {
+		f.Add([]byte(s))
+	}
+	path := countryDB(f, testNetworks)
+	db, err := openGeoIP(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	var c netCache
+	f.Fuzz(func(t *testing.T, host []byte) {
+		if a, ok := parseIPv4(host); ok {
+			if want, err := netip.ParseAddr(string(host)); err != nil || want.As4() != a {
+				t.Fatalf("parseIPv4(%q) = %v; netip: %v, %v", host, a, want, err)
+			}
+		}
+		var want [2]byte
+		if addr, err := netip.ParseAddr(string(host)); err == nil && addr.Zone() == "" {
+			var cc string
+			if db.Lookup(addr.Unmap()).DecodePath(&cc, "country", "iso_code") == nil && isCountryCode(cc) {
+				want = [2]byte{cc[0], cc[1]}
+			}
+			if reg := ""; want == ([2]byte{}) && db.Lookup(addr.Unmap()).DecodePath(&reg, "registered_country", "iso_code") == nil && isCountryCode(reg) {
+				want = [2]byte{reg[0], reg[1]}
+			}
+		}
+		for i := range 2 {
+			if got := c.country(db, host); got != want {
+				t.Fatalf("country %d of %q = %q, want %q", i, host, got[:], want[:])
+			}
+		}
+	})
+}

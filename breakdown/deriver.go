@@ -119,11 +119,11 @@ func (d *Deriver) Derive(r *parser.Record, m *Memo, k *Keys) {
 		d.add(k, Device, a.device)
 	}
 	if d.on.has(Country) {
-		cc := m.nets.country(d.geo, r.Host)
-		if cc == "" {
-			cc = Unknown
+		if cc := m.nets.country(d.geo, r.Host); cc[0] != 0 {
+			k.addBytes(Country, cc[:])
+		} else {
+			k.add(Country, Unknown)
 		}
-		k.add(Country, cc)
 	}
 	if d.on.has(Status) {
 		d.status(r.Status, k)

@@ -30,18 +30,29 @@ func appendRefHost(dst, ref []byte) ([]byte, hostResult) {
 	if len(ref) == 0 || len(ref) == 1 && ref[0] == '-' {
 		return dst, hostNone
 	}
-	start := len(dst)
+	start, colon := len(dst), -1
+copy:
 	for _, c := range afterScheme(ref) {
-		if c == '/' || c == '?' || c == '#' || c == '\\' {
-			break
-		}
-		if c == '@' {
-			dst = dst[:start]
+		switch refClass[c] {
+		case classEnd:
+			break copy
+		case classAt:
+			dst, colon = dst[:start], -1
 			continue
+		case classColon:
+			if colon < 0 {
+				colon = len(dst) - start
+			}
 		}
-		dst = append(dst, lower(c))
+		dst = append(dst, lowerTable[c])
 	}
-	host, ok := cutPort(dst[start:])
+	host, ok := dst[start:], true
+	switch {
+	case len(host) > 0 && host[0] == '[':
+		host, ok = bracketed(host)
+	case colon >= 0:
+		host = host[:colon]
+	}
 	host = bytes.TrimRight(host, ".")
 	if !ok || len(host) == 0 || len(host) > MaxHost || host[0] != '[' && !validLabels(host) {
 		return dst[:start], hostInvalid
@@ -56,42 +67,74 @@ func appendRefHost(dst, ref []byte) ([]byte, hostResult) {
 	return dst[:start+len(host)], hostOK
 }
 
+// What a byte is to a Referer's authority.
+const (
+	classBad     uint8 = iota // never in a host
+	classLabel                // a letter, a digit or '_'
+	classDash                 // '-'
+	classDot                  // '.'
+	classColon                // ':', before a port or in an IPv6 address
+	classAt                   // '@', after a user part
+	classEnd                  // '/', '?', '#' or '\\', after the authority
+	classBracket              // '[' or ']', around an IPv6 address
+)
+
+var (
+	refClass   [256]uint8
+	lowerTable [256]byte
+)
+
+func init() {
+	for c := range 256 {
+		lowerTable[c] = lower(byte(c))
+		switch l := lower(byte(c)); {
+		case 'a' <= l && l <= 'z' || '0' <= l && l <= '9' || l == '_':
+			refClass[c] = classLabel
+		case l == '-':
+			refClass[c] = classDash
+		case l == '.':
+			refClass[c] = classDot
+		case l == ':':
+			refClass[c] = classColon
+		case l == '@':
+			refClass[c] = classAt
+		case l == '/' || l == '?' || l == '#' || l == '\\':
+			refClass[c] = classEnd
+		case l == '[' || l == ']':
+			refClass[c] = classBracket
+		}
+	}
+}
+
 // afterScheme returns ref after its "scheme://", or all of ref if it has
-// none.
+// none. A scheme is a letter, then letters, digits, '+', '-' or '.'.
 func afterScheme(ref []byte) []byte {
-	for i, c := range ref {
-		switch {
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		case c == ':' && i > 0 && bytes.HasPrefix(ref[i:], []byte("://")):
-			return ref[i+3:]
-		default:
+	i := bytes.IndexByte(ref[:min(len(ref), 33)], ':')
+	if i <= 0 || len(ref) < i+3 || ref[i+1] != '/' || ref[i+2] != '/' {
+		return ref
+	}
+	for j, c := range ref[:i] {
+		if cl := refClass[c]; !(cl == classLabel && c != '_' && (j > 0 || c > '9') || j > 0 && (c == '+' || c == '-' || c == '.')) {
 			return ref
 		}
 	}
-	return ref
+	return ref[i+3:]
 }
 
-// cutPort returns the host of a lower-case authority without its port: a bracketed
-// IPv6 address with its brackets, else what comes before the first ':'.
-// It reports false for an unclosed bracket or text after one.
-func cutPort(auth []byte) ([]byte, bool) {
-	if len(auth) > 0 && auth[0] == '[' {
-		end := bytes.IndexByte(auth, ']')
-		if end < 0 || end+1 < len(auth) && auth[end+1] != ':' {
+// bracketed returns the bracketed IPv6 address that starts the
+// lower-case authority, without its port, and false for an unclosed
+// bracket, text after one, or a byte that no IPv6 address holds.
+func bracketed(auth []byte) ([]byte, bool) {
+	end := bytes.IndexByte(auth, ']')
+	if end < 0 || end+1 < len(auth) && auth[end+1] != ':' {
+		return nil, false
+	}
+	for _, c := range auth[1:end] {
+		if !(c == ':' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return nil, false
 		}
-		for _, c := range auth[1:end] {
-			if !(c == ':' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return nil, false
-			}
-		}
-		return auth[:end+1], end > 1
 	}
-	if i := bytes.IndexByte(auth, ':'); i >= 0 {
-		return auth[:i], true
-	}
-	return auth, true
+	return auth[:end+1], end > 1
 }
 
 // validLabels reports whether the lower-case host h, not a bracketed
@@ -101,15 +144,15 @@ func cutPort(auth []byte) ([]byte, bool) {
 func validLabels(h []byte) bool {
 	n := 0
 	for i, c := range h {
-		switch {
-		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_':
-		case c == '.':
+		switch refClass[c] {
+		case classLabel:
+		case classDot:
 			if n == 0 || h[i-1] == '-' {
 				return false
 			}
 			n = 0
 			continue
-		case c == '-':
+		case classDash:
 			if n == 0 {
 				return false
 			}
