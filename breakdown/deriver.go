@@ -91,23 +91,23 @@ func (d *Deriver) Breakdowns() []Breakdown { return d.list }
 // On reports whether breakdown b is on.
 func (d *Deriver) On(b Breakdown) bool { return d.on.has(b) }
 
-// Memo is what one goroutine remembers of the agents and networks it has
-// seen, so that a line whose agent and network were seen costs a lookup
-// each: at most 4,096 agents and 4,096 networks, about 2.5 MiB at worst
-// (see agentCache, netCache). Its zero value is ready; its tables are
-// made on first use. A Memo serves one goroutine at a time.
-type Memo struct {
-	agents agentCache
-	nets   netCache
-}
-
 // Derive writes into k the key of each breakdown on for the line r (see
 // Keys.Key). It allocates nothing when m remembers the line's agent and
 // network and k's buffer has room.
 func (d *Deriver) Derive(r *parser.Record, m *Memo, k *Keys) {
 	k.reset()
+	if m.owner != d {
+		*m = Memo{owner: d}
+	}
 	if d.on&referrerSet != 0 {
-		d.referrer(r, k)
+		if !m.ref.same(r.Referer, r.VHost) {
+			key, ch := d.source(m.ref.key[:0], r.Referer, r.VHost)
+			m.ref.set(r.Referer, r.VHost, key, ch)
+		}
+		if d.on.has(Referrer) {
+			k.addBytes(Referrer, m.ref.key)
+		}
+		d.add(k, Channel, m.ref.channel)
 	}
 	if d.on&campaignSet != 0 {
 		d.campaign(r.Query, k)
@@ -143,29 +143,19 @@ func (d *Deriver) add(k *Keys, b Breakdown, s string) {
 	}
 }
 
-// referrer adds the referring host and its channel.
-func (d *Deriver) referrer(r *parser.Record, k *Keys) {
-	start := k.begin()
-	var res hostResult
-	k.buf, res = appendRefHost(k.buf, r.Referer)
-	host := k.buf[start:]
+// source appends the Referrer key of a line with Referer ref and virtual
+// host vhost to dst (its referring host, Direct or Unknown), and returns
+// its channel.
+func (d *Deriver) source(dst, ref, vhost []byte) ([]byte, string) {
+	n := len(dst)
+	dst, res := appendRefHost(dst, ref)
 	switch {
-	case res == hostNone || res == hostOK && d.ownHost(host, r.VHost):
-		k.buf = k.buf[:start]
-		d.add(k, Referrer, Direct)
-		d.add(k, Channel, ChannelDirect)
+	case res == hostNone || res == hostOK && d.ownHost(dst[n:], vhost):
+		return append(dst[:n], Direct...), ChannelDirect
 	case res == hostInvalid:
-		d.add(k, Referrer, Unknown)
-		d.add(k, Channel, ChannelOther)
-	default:
-		ch := channel(host)
-		if d.on.has(Referrer) {
-			k.end(Referrer, start)
-		} else {
-			k.buf = k.buf[:start]
-		}
-		d.add(k, Channel, ch)
+		return append(dst[:n], Unknown...), ChannelOther
 	}
+	return dst, channel(dst[n:])
 }
 
 // ownHost reports whether the normalized referring host is one of the
@@ -208,14 +198,25 @@ func (d *Deriver) campaign(query []byte, k *Keys) {
 
 // status adds the status as three digits, or Unknown for one out of range.
 func (d *Deriver) status(s int, k *Keys) {
-	if s < 100 || s > 999 {
+	switch {
+	case s >= 100 && s < 100+len(statuses):
+		k.add(Status, statuses[s-100])
+	case s >= 100 && s <= 999:
+		start := k.begin()
+		k.buf = strconv.AppendInt(k.buf, int64(s), 10)
+		k.end(Status, start)
+	default:
 		k.add(Status, Unknown)
-		return
 	}
-	start := k.begin()
-	k.buf = strconv.AppendInt(k.buf, int64(s), 10)
-	k.end(Status, start)
 }
+
+// statuses are the keys of the statuses of 100 to 599, written once.
+var statuses = func() (s [500]string) {
+	for i := range s {
+		s[i] = strconv.Itoa(100 + i)
+	}
+	return s
+}()
 
 // clock adds the hour and weekday of t in the Deriver's zone, from one
 // lookup of the zone's offset.

@@ -145,3 +145,36 @@ func TestDeriveAllocs(t *testing.T) {
 		t.Errorf("Derive allocates %v times a line", n)
 	}
 }
+
+func TestStatus(t *testing.T) {
+	d := newDeriver(t, Config{Breakdowns: []string{"status"}})
+	for _, tt := range []struct {
+		status int
+		want   string
+	}{{100, "100"}, {200, "200"}, {404, "404"}, {599, "599"}, {600, "600"}, {999, "999"}, {99, "(unknown)"}, {0, "(unknown)"}, {1000, "(unknown)"}, {-1, "(unknown)"}} {
+		var k Keys
+		d.Derive(line{status: tt.status}.record(), new(Memo), &k)
+		if got, _ := k.Key(Status); string(got) != tt.want {
+			t.Errorf("status %d: key %q, want %q", tt.status, got, tt.want)
+		}
+	}
+}
+
+// TestMemoOwner checks that a Memo given to another Deriver forgets what
+// the first one made of the line before.
+func TestMemoOwner(t *testing.T) {
+	own := newDeriver(t, Config{Breakdowns: []string{"referrer"}, OwnHosts: []string{"example.com"}})
+	other := newDeriver(t, Config{Breakdowns: []string{"referrer"}})
+	r := line{ref: "https://example.com/"}.record()
+	var m Memo
+	for _, tt := range []struct {
+		d    *Deriver
+		want string
+	}{{own, "direct"}, {other, "example.com"}, {own, "direct"}} {
+		var k Keys
+		tt.d.Derive(r, &m, &k)
+		if got, _ := k.Key(Referrer); string(got) != tt.want {
+			t.Errorf("referrer %q, want %q", got, tt.want)
+		}
+	}
+}
