@@ -16,22 +16,23 @@
 // caller owns and reuses (Keys), so deriving a line allocates nothing once
 // its agent and network are remembered.
 //
-// What each breakdown costs per line, measured by BenchmarkDerive on the
-// agents and referrers of a real blog's log (testdata/blog-2015.log.gz) on
-// one core of the development machine (see docs/breakdowns.md):
+// What each breakdown costs per line, in CPU time, measured by
+// BenchmarkDerive on the agents and referrers of a real blog's log
+// (testdata/blog-2015.log.gz), the memo warm (docs/breakdowns.md has the
+// table and how it was taken):
 //
-//	referrer      ~45 ns  find the host in the Referer, lower-case it, look up its channel
-//	channel       (with referrer: the host is found once for both)
-//	utm-source    ~15 ns  one scan of the query string for both utm parameters
-//	utm-campaign
-//	browser       ~35 ns  a hash of the agent and a compare, once for all three;
-//	os                    a miss parses the agent (about 1 µs) and copies it
-//	device
-//	country       ~25 ns  a hash of the /24 and a compare; a miss walks the database (~150 ns)
-//	status         ~5 ns
-//	not-found      ~5 ns  (a copy of the path, on a 404)
-//	hour          ~15 ns  one zone offset for both
-//	weekday
+//	referrer, channel       55 ns  the Referer's host, lower-cased and checked, and its
+//	                               channel; a compare when the line before had the same Referer
+//	utm-source, -campaign   15 ns  one scan of the query for both
+//	browser, os, device     41 ns  a compare with the line before's agent, else a hash and
+//	                               a compare in its set; an agent never seen costs a parse
+//	                               (~750 ns) and one copy of it
+//	country                 33 ns  the address read into its /24's key, a compare in its set;
+//	                               a network never seen costs a database lookup (~185 ns)
+//	status                   7 ns
+//	not-found                4 ns  a copy of the path, on a 404
+//	hour, weekday           15 ns  one zone offset for both
+//	the defaults           139 ns
 //
 // No key carries personal data: of a referrer only the host is kept (not
 // its path, query or user), a campaign value is cut at MaxCampaign bytes,
