@@ -85,6 +85,11 @@ func FuzzCampaign(f *testing.F) {
 		"utm_source=%00%5C%FF;utm_campaign=+"} {
 		f.Add([]byte(s))
 	}
+	for i, r := range blogLines(f) {
+		if len(r.Query) > 0 && i%10 == 0 {
+			f.Add(r.Query)
+		}
+	}
 	f.Fuzz(func(t *testing.T, query []byte) {
 		c := scanCampaign(query)
 		for _, v := range [][]byte{c.source, c.name} {

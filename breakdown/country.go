@@ -75,7 +75,7 @@ func (c *netCache) country(db *maxminddb.Reader, host []byte) [2]byte {
 	var key uint64
 	var bits int
 	if a, ok := parseIPv4(host); ok {
-		key, bits = netKey4(a), 24
+		addr, key, bits = netip.AddrFrom4(a), netKey4(a), 24
 	} else {
 		if !addrText(host) {
 			return [2]byte{}
@@ -100,9 +100,6 @@ func (c *netCache) country(db *maxminddb.Reader, host []byte) [2]byte {
 			s[0] = e
 			return e.cc
 		}
-	}
-	if !addr.IsValid() {
-		addr, _ = netip.ParseAddr(unsafe.String(unsafe.SliceData(host), len(host)))
 	}
 	res := db.Lookup(addr)
 	cc := c.record(res)

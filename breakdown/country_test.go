@@ -156,6 +156,9 @@ func FuzzCountry(f *testing.F) {
 	for _, s := range []string{"81.2.69.1", "203.0.113.200", "2001:db8:1::1", "::ffff:81.2.69.5", "fe80::1%eth0", "01.2.3.4", "-", ""} {
 		f.Add([]byte(s))
 	}
+	for _, r := range blogLines(f)[:20] {
+		f.Add(r.Host)
+	}
 	path := countryDB(f, testNetworks)
 	db, err := openGeoIP(path)
 	if err != nil {

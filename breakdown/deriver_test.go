@@ -2,6 +2,7 @@ package breakdown
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -177,4 +178,35 @@ func TestMemoOwner(t *testing.T) {
 			t.Errorf("referrer %q, want %q", got, tt.want)
 		}
 	}
+}
+
+// TestDeriveConcurrent derives the blog's log on four goroutines at once,
+// each with its own Memo, from one Deriver, and wants the keys one
+// goroutine derives alone.
+func TestDeriveConcurrent(t *testing.T) {
+	d := newDeriver(t, Config{Breakdowns: names[:], GeoIP: countryDB(t, testNetworks), OwnHosts: []string{"semicomplete.com"}})
+	records := blogLines(t)
+	want := make([]string, len(records))
+	var m Memo
+	var k Keys
+	for i := range records {
+		d.Derive(&records[i], &m, &k)
+		want[i] = keysOf(&k)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			var m Memo
+			var k Keys
+			for i := range records {
+				j := (i + g*len(records)/4) % len(records)
+				d.Derive(&records[j], &m, &k)
+				if got := keysOf(&k); got != want[j] {
+					t.Errorf("goroutine %d, line %d: %s, want %s", g, j, got, want[j])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
