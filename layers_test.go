@@ -68,6 +68,11 @@ func TestImportLayers(t *testing.T) {
 		{"ingest/replay", []string{module + "/api", module + "/storage", module + "/window", module + "/ingest/live", "go.etcd.io/bbolt"}},
 		{"counter", []string{module + "/"}},
 		{"crawler", []string{module + "/"}},
+		// Breakdowns are derived from a parsed line: the domain and the
+		// parser's Record, nothing that counts, stores or serves them.
+		{"breakdown", []string{module + "/tally", module + "/classify", module + "/crawler", module + "/counter", module + "/keyring",
+			module + "/window", module + "/storage", module + "/tailer", module + "/ingest", module + "/fleet", module + "/api",
+			module + "/report", module + "/status", module + "/internal/", "go.etcd.io/bbolt"}},
 		{"fleet", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},
 		{"report", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", module + "/api", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},

@@ -1,0 +1,6 @@
+//go:build !race
+
+package breakdown
+
+// floodLines: see race_test.go.
+const floodLines = 1_000_000
