@@ -28,6 +28,7 @@ type Result struct {
 	keys         []byte          // the matches' keys, end to end
 	paths        []byte          // the paths not in the chunk's data (parser.Record.PathCopied), end to end
 	scratch      []counter.Match // the matcher's
+	numbering                    // the page views' paths, each once
 }
 
 // Match is one named counter a hit counts, and its key.
@@ -56,6 +57,7 @@ func (r *Result) reset(ch tailer.Chunk, now time.Time) {
 	r.siteName = nil
 	r.hosts.reset()
 	r.matches, r.keys, r.paths = r.matches[:0], r.keys[:0], r.paths[:0]
+	r.numbering.reset()
 	r.route.reset()
 }
 
