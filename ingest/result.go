@@ -29,6 +29,7 @@ type Result struct {
 	paths        []byte          // the paths not in the chunk's data (parser.Record.PathCopied), end to end
 	scratch      []counter.Match // the matcher's
 	numbering                    // the page views' paths, each once
+	chunk        tailer.Chunk    // whose data the hits alias, until Release
 }
 
 // Match is one named counter a hit counts, and its key.
@@ -53,12 +54,21 @@ func (r *Result) reset(ch tailer.Chunk, now time.Time) {
 	clear(r.rejected)
 	r.Now = now
 	r.file, r.offset, r.size = ch.File, ch.Offset, int64(len(ch.Data))
+	r.chunk = ch
 	r.Hits, r.samples = r.Hits[:0], r.samples[:0]
 	r.siteName = nil
 	r.hosts.reset()
 	r.matches, r.keys, r.paths = r.matches[:0], r.keys[:0], r.paths[:0]
 	r.numbering.reset()
 	r.route.reset()
+}
+
+// Release gives the buffer of the chunk r was parsed from back to its
+// reader (tailer.Chunk.Release), once r was applied: r's hits, and what
+// else of r aliases the chunk, must not be read after.
+func (r *Result) Release() {
+	r.chunk.Release()
+	r.chunk = tailer.Chunk{}
 }
 
 // keepPath returns a copy of path that lasts as long as r's hits: a path
