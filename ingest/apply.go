@@ -10,9 +10,10 @@ import "github.com/logtally/logtally"
 func (c *Core) Apply(r *Result) {
 	all := c.router.all
 	mi := 0 // r.matches[mi:] are of hit i and after
+	r.NumberPaths(all.Batch)
 	for i := range r.Hits {
 		h := &r.Hits[i]
-		all.Batch.Add(h, false)
+		r.AddTo(all.Batch, i, false)
 		first := mi
 		mi = r.MatchesEnd(i, mi)
 		for _, m := range r.matches[first:mi] {

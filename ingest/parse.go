@@ -74,8 +74,9 @@ func patternSites(names []string) [][]byte {
 
 // Scratch is what one goroutine parses with, reused from chunk to chunk.
 type Scratch struct {
-	rec  parser.Record
-	memo classify.Memo
+	rec   parser.Record
+	memo  classify.Memo
+	paths pathIndex
 }
 
 // Parse parses every line of ch into r, using sc. It only reads c's
@@ -93,6 +94,7 @@ func (c *Core) Parse(ch tailer.Chunk, sc *Scratch, r *Result) {
 	r.lines = int64(ch.Skipped)
 	r.rejected[longLineIdx] = int64(ch.Skipped)
 	rec := &sc.rec
+	sc.paths.reset()
 	data := ch.Data
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -113,6 +115,7 @@ func (c *Core) Parse(ch tailer.Chunk, sc *Scratch, r *Result) {
 					h.Path = r.keepPath(h.Path)
 				}
 				r.Hits = append(r.Hits, h)
+				r.pathOf = append(r.pathOf, sc.paths.of(r, &h))
 				if lp.matcher != nil {
 					lp.match(rec, r)
 				}

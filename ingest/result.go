@@ -20,17 +20,24 @@ type Result struct {
 	file         string
 	offset, size int64 // the position after the chunk; bytes of its lines
 	lines        int64
-	rejected     []int64         // by index in rejectReasons
-	samples      []rejectedLine  // the chunk's last rejected lines, at most MaxSamples
-	siteName     []byte          // with several sites: the chunk's, or nil when lines name their own ...
-	hosts        hosts           // ... each hit's, then
-	route        routing         // where the hits go: set by Route
-	matches      []Match         // the named counters the hits count, in hit order
-	keys         []byte          // the matches' keys, end to end
-	paths        []byte          // the paths not in the chunk's data (parser.Record.PathCopied), end to end
-	scratch      []counter.Match // the matcher's
-	setKey       []byte          // the counters of a key, as counterSet.key
-	sets         map[string]*counterSet
+	rejected     []int64        // by index in rejectReasons
+	samples      []rejectedLine // the chunk's last rejected lines, at most MaxSamples
+	siteName     []byte         // with several sites: the chunk's, or nil when lines name their own ...
+	hosts        hosts          // ... each hit's, then
+	route        routing        // where the hits go: set by Route
+	paths        []byte         // the paths not in the chunk's data (parser.Record.PathCopied), end to end
+	matching                    // the named counters the hits count
+	numbering                   // the page views' paths, each once
+	chunk        tailer.Chunk   // whose data the hits alias, until Release
+}
+
+// matching is what a Result holds of the named counters its hits count.
+type matching struct {
+	matches []Match         // in hit order
+	keys    []byte          // the matches' keys, end to end
+	scratch []counter.Match // the matcher's
+	setKey  []byte          // the counters of a key, as counterSet.key
+	sets    map[string]*counterSet
 }
 
 // Match is a key a hit is counted under by one named counter, or by a set
@@ -101,11 +108,21 @@ func (r *Result) reset(ch tailer.Chunk, now time.Time) {
 	clear(r.rejected)
 	r.Now = now
 	r.file, r.offset, r.size = ch.File, ch.Offset, int64(len(ch.Data))
+	r.chunk = ch
 	r.Hits, r.samples = r.Hits[:0], r.samples[:0]
 	r.siteName = nil
 	r.hosts.reset()
 	r.matches, r.keys, r.paths = r.matches[:0], r.keys[:0], r.paths[:0]
+	r.numbering.reset()
 	r.route.reset()
+}
+
+// Release gives the buffer of the chunk r was parsed from back to its
+// reader (tailer.Chunk.Release), once r was applied: r's hits, and what
+// else of r aliases the chunk, must not be read after.
+func (r *Result) Release() {
+	r.chunk.Release()
+	r.chunk = tailer.Chunk{}
 }
 
 // keepPath returns a copy of path that lasts as long as r's hits: a path

@@ -49,6 +49,7 @@ type prepScratch struct {
 	buckets []int32
 	hashes  []uint64
 	ids     []pathDelta // the minutes' (minutePrep.ids), until released
+	sketch  sketchBuf
 }
 
 // minPrepMinutes is the fewest minutes a preparing goroutine is given: a
@@ -164,12 +165,12 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		rollup(r.days, p.day, d)
 		if n := len(d.Visitors); n > 0 {
 			if n < denseFrom {
-				p.hll = hyperloglog.New14()
+				p.hll = sparseSketch(d.Visitors, &sc.sketch)
 			} else {
 				p.hll = hyperloglog.NewNoSparse()
-			}
-			for _, v := range d.Visitors {
-				p.hll.InsertHash(v)
+				for _, v := range d.Visitors {
+					p.hll.InsertHash(v)
+				}
 			}
 		}
 		for _, id := range d.Views {

@@ -17,6 +17,12 @@ type lineReader struct {
 	size  int // the most bytes read for one chunk
 	// pattern is the index of what matched the file: Chunk.Pattern.
 	pattern int
+	// free holds buffers released by the chunks' consumer (Chunk.Release)
+	// to read into again; nil: every chunk gets a new one.
+	free chan []byte
+	// carry holds the incomplete last line of a chunk, which the next one
+	// starts with: not in the chunk's buffer, which may be released first.
+	carry []byte
 }
 
 // readFrom reads src to its end and hands each run of complete lines to
@@ -28,13 +34,15 @@ func (r *lineReader) readFrom(src io.Reader, send func(Chunk) error) (int64, err
 		// Each chunk gets its own buffer: the consumer keeps it until the
 		// lines are applied. The incomplete line is carried to the next one.
 		s := &r.split
-		buf := make([]byte, len(s.carry), len(s.carry)+r.size)
-		copy(buf, s.carry)
-		n, err := io.ReadFull(src, buf[len(buf):cap(buf)])
+		buf := r.buffer(len(s.carry) + r.size)
+		buf = append(buf, s.carry...)
+		n, err := io.ReadFull(src, buf[len(buf):len(s.carry)+r.size])
 		total += int64(n)
 		if n > 0 {
 			lines, skipped := s.cut(buf[:len(buf)+n])
-			if err := r.send(send, lines, skipped); err != nil {
+			r.carry = append(r.carry[:0], s.carry...)
+			s.carry = r.carry
+			if err := r.send(send, buf, lines, skipped); err != nil {
 				return total, err
 			}
 		}
@@ -47,18 +55,39 @@ func (r *lineReader) readFrom(src io.Reader, send func(Chunk) error) (int64, err
 	}
 }
 
+// buffer returns an empty buffer of at least size bytes: a released one,
+// or a new one. A new one holds the longest line carried besides a chunk,
+// so that any can be read into again.
+func (r *lineReader) buffer(size int) []byte {
+	select {
+	case buf := <-r.free:
+		if cap(buf) >= size {
+			return buf
+		}
+	default:
+	}
+	return make([]byte, 0, max(size, r.size+r.split.max))
+}
+
 // flush sends the incomplete last line as a complete one, for a file that
 // will not grow any more.
 func (r *lineReader) flush(send func(Chunk) error) error {
 	line, skipped := r.split.flush()
-	return r.send(send, line, skipped)
+	return r.send(send, nil, line, skipped)
 }
 
-func (r *lineReader) send(send func(Chunk) error, data []byte, skipped int) error {
+// send sends data, which lies in buf (nil: in no buffer of r's), as a
+// chunk. A chunk that holds nothing releases buf at once.
+func (r *lineReader) send(send func(Chunk) error, buf, data []byte, skipped int) error {
+	c := Chunk{File: r.id, Path: r.path, Data: data, Offset: r.split.off, Skipped: skipped, Pattern: r.pattern, buf: buf}
+	if buf != nil {
+		c.free = r.free
+	}
 	if len(data) == 0 && skipped == 0 {
+		c.Release()
 		return nil
 	}
-	return send(Chunk{File: r.id, Path: r.path, Data: data, Offset: r.split.off, Skipped: skipped, Pattern: r.pattern})
+	return send(c)
 }
 
 // splitter cuts what is read from a file into complete lines, and keeps the

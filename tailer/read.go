@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 )
 
@@ -45,7 +46,14 @@ type Reader struct {
 	// Bytes counts the bytes read from disk (compressed bytes for .gz),
 	// including those skipped to reach the start offset.
 	Bytes atomic.Int64
+
+	freeOnce sync.Once
+	free     chan []byte // buffers released by the chunks' consumer (Chunk.Release)
 }
+
+// freeBuffers is how many released buffers a Reader keeps: about as many
+// chunks as a replay has on their way from the reader to being applied.
+const freeBuffers = 16
 
 // Replay reads each of paths to its end, as Read does, from where its file
 // was left: the further of its committed position and what this Replay
@@ -104,7 +112,8 @@ func (r *Reader) Read(ctx context.Context, path, id string, offset int64, out ch
 
 func (r *Reader) read(ctx context.Context, f *os.File, id string, offset int64, pattern int, out chan<- Chunk) (end int64, err error) {
 	path, gz := f.Name(), isGzip(f.Name())
-	lr := lineReader{id: id, path: path, split: splitter{max: r.MaxLine, off: offset}, size: r.BufSize, pattern: pattern}
+	r.freeOnce.Do(func() { r.free = make(chan []byte, freeBuffers) })
+	lr := lineReader{id: id, path: path, split: splitter{max: r.MaxLine, off: offset}, size: r.BufSize, pattern: pattern, free: r.free}
 	if lr.split.max <= 0 {
 		lr.split.max = DefaultMaxLine
 	}

@@ -75,6 +75,26 @@ type Chunk struct {
 	// copy of a plain path, that path's), so that lines can be told apart
 	// by what they were read for (a site per file).
 	Pattern int
+
+	buf  []byte        // the whole buffer Data lies in
+	free chan<- []byte // where Release gives buf back; nil: nowhere
+}
+
+// Release gives the chunk's buffer back to the Reader that read it, to read
+// later chunks into, once nothing reads Data or anything cut from it any
+// more. A replay of gigabytes then reads into a few buffers, rather than
+// allocating, zeroing and collecting one a chunk. Releasing is optional (a
+// chunk not released is collected, as any value), and only the one owner
+// of a chunk may do it, once: a buffer released twice would be read into
+// for two chunks at once.
+func (c Chunk) Release() {
+	if c.free == nil {
+		return
+	}
+	select {
+	case c.free <- c.buf[:0]:
+	default: // enough buffers are free already
+	}
 }
 
 // Config configures how files are followed and how long lines may be.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/logtally/logtally/internal/waker"
 )
@@ -656,24 +657,79 @@ func TestReadGzip(t *testing.T) {
 	}
 }
 
+// TestReadReleased: a consumer that releases each chunk as soon as it has
+// read it gets every line once, lines across chunks and a long line
+// included, and the reader reads into the released buffers again.
+func TestReadReleased(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	var want strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&want, "%d %s\n", i, strings.Repeat("x", i%97))
+		if i == 250 {
+			want.WriteString(strings.Repeat("y", 3000) + "\n")
+		}
+	}
+	os.WriteFile(path, []byte(want.String()), 0o644)
+	out := make(chan Chunk)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := (&Reader{BufSize: 512, MaxLine: 1000}).Read(context.Background(), path, "id", 0, out)
+		errc <- err
+		close(out)
+	}()
+	var got strings.Builder
+	bufs := map[*byte]bool{}
+	chunks, skipped := 0, 0
+	for c := range out {
+		got.Write(c.Data)
+		bufs[unsafe.SliceData(c.buf)] = true
+		chunks++
+		skipped += c.Skipped
+		c.Release()
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if wantLines := strings.Replace(want.String(), strings.Repeat("y", 3000)+"\n", "", 1); got.String() != wantLines || skipped != 1 {
+		t.Errorf("read %d bytes, %d long lines skipped; want %d bytes, 1 skipped", got.Len(), skipped, len(wantLines))
+	}
+	if len(bufs) > 2 || chunks < 10 {
+		t.Errorf("%d chunks in %d buffers, want them all in one or two", chunks, len(bufs))
+	}
+}
+
 func BenchmarkRead(b *testing.B) {
+	for _, release := range []bool{false, true} {
+		b.Run(fmt.Sprintf("release=%v", release), func(b *testing.B) { benchRead(b, release) })
+	}
+}
+
+// benchRead reads 100,000 lines; with release, the consumer releases
+// each chunk, as replay does.
+func benchRead(b *testing.B, release bool) {
 	path := filepath.Join(b.TempDir(), "access.log")
 	line := `192.0.2.1 - - [21/Nov/2026:12:00:00 +0000] "GET /docs/1 HTTP/1.1" 200 512 "-" "Mozilla/5.0"` + "\n"
 	data := []byte(strings.Repeat(line, 100_000))
 	os.WriteFile(path, data, 0o644)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	var r Reader
 	for b.Loop() {
 		out := make(chan Chunk, 4)
+		done := make(chan struct{})
 		go func() {
-			for range out {
+			for c := range out {
+				if release {
+					c.Release()
+				}
 			}
+			close(done)
 		}()
-		var r Reader
 		if _, err := r.Read(context.Background(), path, "id", 0, out); err != nil {
 			b.Fatal(err)
 		}
 		close(out)
+		<-done
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 //
 // A line costs two appends and one map lookup: each distinct path is given
 // a number once (ids), and a minute or second keeps the number and visitor
-// of each page view in lists. Counting them is left to the commit, which
+// of each page view in lists. With its path numbered already
+// (AddNumbered), a line costs no lookup at all. Counting them is left to the commit, which
 // does it with arrays indexed by path number rather than with maps keyed by
 // strings.
 type Batch struct {
@@ -129,6 +130,38 @@ func (b *Batch) newCounts() *Delta {
 // inside the live window, and it is also kept per second so that the window
 // can be rebuilt exactly after a restart.
 func (b *Batch) Add(h *logtally.Hit, live bool) {
+	id := int32(-1)
+	if h.PageView {
+		id = b.PathNumber(h.Path)
+	}
+	b.AddNumbered(h, id, live)
+}
+
+// PathNumber returns the number of path in the batch (its index in
+// Paths), giving it the next one if it has none. A caller that adds many
+// page views of few paths numbers each path once and adds the views with
+// AddNumbered, which does not read their paths.
+func (b *Batch) PathNumber(path []byte) int32 {
+	if id, ok := b.ids[string(path)]; ok {
+		return id
+	}
+	return b.newPath(string(path))
+}
+
+// newPath gives path p, which has none, the next number.
+func (b *Batch) newPath(p string) int32 {
+	id := int32(len(b.names))
+	b.ids[p] = id
+	b.names = append(b.names, p)
+	return id
+}
+
+// AddNumbered is Add for a hit whose path, if it is a page view, has the
+// number id in the batch (PathNumber): its path is not read. Parsing
+// workers number a chunk's paths (ingest.Result.NumberPaths), so that the
+// one goroutine that adds the hits hashes each path once a chunk, not the
+// path of every page view, which lies in a chunk another core read last.
+func (b *Batch) AddNumbered(h *logtally.Hit, id int32, live bool) {
 	minute := logtally.FloorDiv(h.Time, 60)
 	m := b.lastMinuteC
 	if m == nil || minute != b.lastMinute {
@@ -137,16 +170,6 @@ func (b *Batch) Add(h *logtally.Hit, live bool) {
 			b.minutes[minute] = m
 		}
 		b.lastMinute, b.lastMinuteC = minute, m
-	}
-	id := int32(-1)
-	if h.PageView {
-		var ok bool
-		if id, ok = b.ids[string(h.Path)]; !ok {
-			id = int32(len(b.names))
-			p := string(h.Path)
-			b.ids[p] = id
-			b.names = append(b.names, p)
-		}
 	}
 	m.hit(h, id)
 	if live {

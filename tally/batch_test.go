@@ -138,3 +138,33 @@ func TestBatchAs(t *testing.T) {
 		t.Errorf("Also after Reset = %v", got)
 	}
 }
+
+// TestAddNumbered: hits added by their paths' numbers (PathNumber, then
+// AddNumbered) count as the same hits added by Add.
+func TestAddNumbered(t *testing.T) {
+	hits := []*logtally.Hit{
+		hit(0, "/a", 200, 1), hit(1, "/b", 200, 2), hit(1, "/x.css", 304, 0),
+		hit(65, "/a", 200, 3), hit(66, "/b", 404, 0), hit(-1, "/c", 200, 4),
+	}
+	byAdd, byNumber := NewBatch(), NewBatch()
+	for i, h := range hits {
+		byAdd.Add(h, i%2 == 0)
+		id := int32(-1)
+		if h.PageView {
+			id = byNumber.PathNumber(h.Path)
+		}
+		byNumber.AddNumbered(h, id, i%2 == 0)
+	}
+	if got, want := collect(byNumber, byNumber.Minutes()), collect(byAdd, byAdd.Minutes()); !equalDeltas(got, want) {
+		t.Errorf("minutes by number = %+v\nwant %+v", got, want)
+	}
+	if got, want := collect(byNumber, byNumber.Seconds()), collect(byAdd, byAdd.Seconds()); !equalDeltas(got, want) {
+		t.Errorf("seconds by number = %+v\nwant %+v", got, want)
+	}
+	if got, want := byNumber.Paths(), []string{"/a", "/b", "/c"}; !slices.Equal(got, want) {
+		t.Errorf("paths = %q, want %q", got, want)
+	}
+	if got := byNumber.PathNumber([]byte("/b")); got != 1 {
+		t.Errorf("PathNumber(/b) = %d, want the number it has, 1", got)
+	}
+}

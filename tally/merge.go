@@ -27,15 +27,12 @@ func (b *Batch) Merge(o *Batch) {
 	b.lastMinuteC, b.lastSecondC = nil, nil
 }
 
-// pathID returns the number of path p, giving it one if it has none.
+// pathID is PathNumber of a path held as a string.
 func (b *Batch) pathID(p string) int32 {
-	id, ok := b.ids[p]
-	if !ok {
-		id = int32(len(b.names))
-		b.ids[p] = id
-		b.names = append(b.names, p)
+	if id, ok := b.ids[p]; ok {
+		return id
 	}
-	return id
+	return b.newPath(p)
 }
 
 // add adds d to c, d's path numbers translated by ids.

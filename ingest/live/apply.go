@@ -23,6 +23,7 @@ func (l *Loop) apply(r *ingest.Result) {
 		all.Advance(r.Now)
 	}
 	allSite := l.AllSites()
+	r.NumberPaths(allSite.Batch)
 	parsed := int64(0)
 	mi := 0 // r's matches from mi on are of hit i and after
 	for i := range r.Hits {
@@ -50,7 +51,7 @@ func (l *Loop) apply(r *ingest.Result) {
 		}
 		parsed++
 		second := outcome == window.Counted || outcome == window.Held
-		allSite.Batch.Add(h, second)
+		r.AddTo(allSite.Batch, i, second)
 		for _, m := range r.Matches(first, mi) {
 			ch := r.CounterHit(h, m)
 			w.countMatch(m, ch, r.Now)

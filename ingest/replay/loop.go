@@ -73,6 +73,7 @@ func (o *inOrder) take() *ingest.Result {
 func (r *Replayer) apply(res *ingest.Result) error {
 	r.Route(res)
 	r.Apply(res)
+	res.Release()
 	r.pool.Put(res)
 	if _, bad := r.Judge(false, false); bad != nil {
 		return bad

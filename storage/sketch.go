@@ -1,0 +1,92 @@
+package storage
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+
+	"github.com/axiomhq/hyperloglog"
+)
+
+// A minute of fewer than denseFrom visitors keeps a sparse sketch: the
+// sorted list of its visitors' sparse keys, delta- and varint-encoded.
+// Inserted one by one (InsertHash), hyperloglog gathers the keys in a hash
+// set and, every 164 of them, sorts the set and rewrites the whole list
+// with it: a twentieth of a replay's CPU. A minute's visitors are at hand
+// all at once, so sparseSketch computes their keys, sorts them once, and
+// hands hyperloglog the encoded list, which it checks key by key as it
+// reads it. The sketch is the one InsertHash builds: the same keys, in a
+// list rather than partly in the set (TestSparseSketchIsInsertHash).
+
+// Sparse encoding of hyperloglog v0.3 (sparse.go, compressed.go): the
+// precision of New14, the sparse keys' precision, and the encoding's
+// version.
+const (
+	sketchP       = 14
+	sketchPP      = 25
+	sketchVersion = 2
+)
+
+// sparseKey is hyperloglog's encodeHash(x, 14, 25): the top 25 bits of x,
+// shifted left once; when the 11 bits after the top 14 are all zero, the
+// number of leading zeros after the top 25 bits (plus one) as well, and
+// the low bit set.
+func sparseKey(x uint64) uint32 {
+	idx := uint32(x >> (64 - sketchPP))
+	if idx&(1<<(sketchPP-sketchP)-1) == 0 {
+		zeros := bits.LeadingZeros64(x<<sketchPP|(1<<sketchPP-1)) + 1
+		return idx<<7 | uint32(zeros<<1) | 1
+	}
+	return idx << 1
+}
+
+// sparseSketch returns the sparse sketch of visitors (fewer than
+// denseFrom), built in buf (reused by the next call). It falls back to
+// inserting them one by one where the list would be past what a sparse
+// sketch holds, or if hyperloglog turns the encoding down.
+func sparseSketch(visitors []uint64, buf *sketchBuf) *hyperloglog.Sketch {
+	keys := buf.keys[:0]
+	for _, v := range visitors {
+		keys = append(keys, sparseKey(v))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	buf.keys = keys
+	// Header: version, precision, no bias, sparse; an empty hash set.
+	data := append(buf.data[:0], sketchVersion, sketchP, 0, 1, 0, 0, 0, 0)
+	head := len(data)
+	data = append(data, make([]byte, 12)...) // count, last, stream size
+	var last uint32
+	for _, k := range keys {
+		data = binary.AppendUvarint(data, uint64(k-last))
+		last = k
+	}
+	buf.data = data
+	stream := len(data) - head - 12
+	if stream > 1<<sketchP { // InsertHash would have made it dense
+		return insertSketch(visitors)
+	}
+	binary.BigEndian.PutUint32(data[head:], uint32(len(keys)))
+	binary.BigEndian.PutUint32(data[head+4:], last)
+	binary.BigEndian.PutUint32(data[head+8:], uint32(stream))
+	sk := new(hyperloglog.Sketch)
+	if err := sk.UnmarshalBinary(data); err != nil {
+		return insertSketch(visitors)
+	}
+	return sk
+}
+
+// insertSketch is the sketch of visitors made one InsertHash at a time.
+func insertSketch(visitors []uint64) *hyperloglog.Sketch {
+	sk := hyperloglog.New14()
+	for _, v := range visitors {
+		sk.InsertHash(v)
+	}
+	return sk
+}
+
+// sketchBuf is sparseSketch's reusable memory.
+type sketchBuf struct {
+	keys []uint32
+	data []byte
+}
