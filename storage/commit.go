@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
@@ -302,37 +301,11 @@ func (s *Store) Kept() logtally.Kept {
 	return kept
 }
 
-// rollup adds a minute's delta to the hour or day record it belongs to.
-func rollup[K comparable](m map[K]*record, k K, d *tally.Delta) {
-	r := m[k]
-	if r == nil {
-		r = &record{}
-		m[k] = r
-	}
-	r.add(d)
-	addDense(r, d.Visitors)
-}
-
-// denseFrom is the number of visitors from which a minute's sketch is kept
-// dense: past it the dense form (8 KiB stored) is no larger than the sparse
-// one, and inserting into the sparse form re-sorts it every few hundred
-// hashes.
+// denseFrom is the number of visitors from which a minute's, an hour's or
+// a day's sketch is kept dense: past it the dense form (16 KiB stored) is
+// no larger than the sparse one, and inserting into the sparse form
+// re-sorts it every few hundred hashes.
 const denseFrom = 2048
-
-// addDense adds visitor hashes to an hour's or a day's sketch. Those are
-// dense from the start: they are few, they grow past what sparse form holds,
-// and the sparse form re-sorts itself every few hundred inserts.
-func addDense(r *record, visitors []uint64) {
-	if len(visitors) == 0 {
-		return
-	}
-	if r.hll == nil {
-		r.hll = hyperloglog.NewNoSparse()
-	}
-	for _, v := range visitors {
-		r.hll.InsertHash(v)
-	}
-}
 
 // mergeRollup merges a delta record into the stored hour or day at key.
 // Rollup visitors always come from the merged sketch.
@@ -348,6 +321,8 @@ func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
 		if err := r.sketch().Merge(d.hll); err != nil {
 			return err
 		}
+		r.dense = r.dense || d.dense
+		r.settle()
 	}
 	if r.hll != nil {
 		r.Visitors = int64(r.hll.Estimate())

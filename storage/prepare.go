@@ -191,6 +191,7 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		}
 	}
 	sc.buckets, sc.hashes = sorter.buckets, sorter.hashes
+	r.seal()
 	return r
 }
 
@@ -205,9 +206,11 @@ func mergeRollups[K comparable](to, from map[K]*record) {
 		t.addTotals(r.Requests, r.PageViews, r.Bytes, r.Rejected, &r.Status)
 		if r.hll != nil {
 			if t.hll == nil {
-				t.hll = r.hll
+				t.hll, t.dense = r.hll, r.dense
 			} else {
 				t.hll.Merge(r.hll)
+				t.dense = t.dense || r.dense
+				t.settle()
 			}
 		}
 	}

@@ -114,24 +114,9 @@ func (u *union) estimate() (n int64, ok bool, err error) {
 	slices.Sort(u.loose)
 	u.run = append(u.run[:0], slices.Compact(u.loose)...)
 	u.merge()
-	keys := u.keys
 	// One sparse sketch holding the union as its sorted list; the library
 	// validates every key as it decodes it.
-	b := append(u.buf[:0], 2, hllPrecision, 0, 1, 0, 0, 0, 0)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
-	last := uint32(0)
-	if len(keys) > 0 {
-		last = keys[len(keys)-1]
-	}
-	b = binary.BigEndian.AppendUint32(b, last)
-	sizeAt := len(b)
-	b = append(b, 0, 0, 0, 0)
-	prev := uint32(0)
-	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(k-prev))
-		prev = k
-	}
-	binary.BigEndian.PutUint32(b[sizeAt:], uint32(len(b)-sizeAt-4))
+	b := appendSparse(u.buf[:0], u.keys)
 	u.buf = b
 	sk := hyperloglog.New14()
 	if err := sk.UnmarshalBinary(b); err != nil {
@@ -147,4 +132,25 @@ func (u *union) estimate() (n int64, ok bool, err error) {
 
 func (u *union) reset() {
 	u.keys, u.loose, u.dense, u.any = u.keys[:0], u.loose[:0], nil, false
+}
+
+// appendSparse appends the binary form of a sparse sketch whose keys are
+// keys, sorted and distinct, and whose tmp set is empty.
+func appendSparse(b []byte, keys []uint32) []byte {
+	b = append(b, 2, hllPrecision, 0, 1, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
+	last := uint32(0)
+	if len(keys) > 0 {
+		last = keys[len(keys)-1]
+	}
+	b = binary.BigEndian.AppendUint32(b, last)
+	sizeAt := len(b)
+	b = append(b, 0, 0, 0, 0)
+	prev := uint32(0)
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(k-prev))
+		prev = k
+	}
+	binary.BigEndian.PutUint32(b[sizeAt:], uint32(len(b)-sizeAt-4))
+	return b
 }
