@@ -33,7 +33,7 @@ const lockTimeout = time.Second
 // bbolt opened, whose identity tells later whether path still names it.
 func openFile(path string, readOnly bool) (*bolt.DB, os.FileInfo, error) {
 	var file *os.File
-	opts := &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly, PreLoadFreelist: true,
+	opts := &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly, PreLoadFreelist: true, InitialMmapSize: initialMmap,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, mode)
 			file = f
