@@ -307,34 +307,6 @@ func (s *Store) Kept() logtally.Kept {
 // re-sorts it every few hundred hashes.
 const denseFrom = 2048
 
-// mergeRollup merges a delta record into the stored hour or day at key.
-// Rollup visitors always come from the merged sketch.
-func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
-	var r record
-	if v := b.Get(key); v != nil {
-		if err := r.decode(v, true); err != nil {
-			return err
-		}
-	}
-	r.addTotals(d.Requests, d.PageViews, d.Bytes, d.Rejected, &d.Status)
-	if d.hll != nil {
-		if err := r.sketch().Merge(d.hll); err != nil {
-			return err
-		}
-		r.dense = r.dense || d.dense
-		r.settle()
-	}
-	if r.hll != nil {
-		r.Visitors = int64(r.hll.Estimate())
-	}
-	r.Approximate = true
-	v, err := r.encode()
-	if err != nil {
-		return err
-	}
-	return b.Put(key, v)
-}
-
 // commitMinute merges a prepared minute into the stored one, or stores
 // what prepare encoded for it when there is none (most of a replay's).
 func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string) error {

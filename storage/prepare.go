@@ -204,15 +204,7 @@ func mergeRollups[K comparable](to, from map[K]*record) {
 			continue
 		}
 		t.addTotals(r.Requests, r.PageViews, r.Bytes, r.Rejected, &r.Status)
-		if r.hll != nil {
-			if t.hll == nil {
-				t.hll, t.dense = r.hll, r.dense
-			} else {
-				t.hll.Merge(r.hll)
-				t.dense = t.dense || r.dense
-				t.settle()
-			}
-		}
+		t.mergeSketch(r) // prepared, their keys are valid
 	}
 }
 

@@ -35,9 +35,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type record struct {
 	logtally.Counts
 	hll *hyperloglog.Sketch
-	// dense says that hll is dense. Only hours and days keep it (see
-	// rollup.go): a minute's form follows its visitors (see addSketch).
-	dense bool
+	// An hour's or a day's sketch is either hll, dense, or its keys,
+	// sparse, while a commit works on it (see rollup.go); a minute's is
+	// hll, in the form its visitors call for (see addSketch).
+	dense  bool
+	sparse []uint32 // sorted, distinct
 	// keys are the visitors that a commit preparing an hour or a day has
 	// gathered for its sketch, repeats included (see rollup).
 	keys []uint64
@@ -219,9 +221,8 @@ func (r *record) decode(b []byte, withSketch bool) error {
 	if err != nil {
 		return err
 	}
-	r.hll, r.dense = nil, false
+	r.hll = nil
 	if withSketch && len(sk) > 0 {
-		r.dense = len(sk) > 3 && sk[3] == 0 // see union.add
 		r.hll = hyperloglog.New14()
 		if err := r.hll.UnmarshalBinary(sk); err != nil {
 			return fmt.Errorf("record sketch: %v: %w", err, ErrCorrupt)

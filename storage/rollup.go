@@ -1,11 +1,13 @@
 package storage
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally/tally"
+	bolt "go.etcd.io/bbolt"
 )
 
 // An hour's or a day's sketch is sparse while it holds fewer than
@@ -17,14 +19,16 @@ import (
 //
 // The form is a function of the visitors alone, whatever the commits they
 // came in, so that an hour's estimate does not depend on how its lines
-// were batched: a commit gathers an hour's visitors, and builds its sketch
-// from their keys, dense if they are denseFrom or more (seal); and after
-// any merge, a sparse sketch that counts denseFrom keys or more turns dense
-// (settle). A sparse sketch's estimate is its count of keys, below 8,192.
+// were batched: a sparse sketch is its set of keys, and it turns dense
+// once the set holds denseFrom keys. A commit handles a sparse rollup as
+// that set, sorted (record.sparse): it gathers a prepared hour's visitors,
+// and turns them into keys once they are many (seal); it merges sets of
+// keys in one pass, where the library's Merge re-sorts the list every 164
+// keys; and it builds the sketch only to store it.
 
 // sealFrom is how many visitors, repeats included, a prepared hour or day
-// gathers before its sketch is built: an hour of a busy site is dense after
-// its first minutes, and inserted into directly from then on.
+// gathers before it turns them into keys: an hour of a busy site is dense
+// after its first minutes, and inserted into directly from then on.
 const sealFrom = 2 * denseFrom
 
 // rollup adds a minute's delta to the hour or day record it belongs to.
@@ -47,20 +51,19 @@ func rollup[K comparable](m map[K]*record, k K, d *tally.Delta) {
 	}
 }
 
-// seal builds the sketch of the visitors a prepared rollup gathered, and
-// merges it into the one it has.
+// seal turns the visitors a prepared rollup gathered into keys of its
+// sketch.
 func (r *record) seal() {
-	if len(r.keys) > 0 {
-		sk, dense := sketchOf(r.keys)
-		if r.hll == nil {
-			r.hll = sk
-		} else {
-			r.hll.Merge(sk)
-		}
-		r.dense = r.dense || dense
-		r.keys = nil
+	if len(r.keys) == 0 {
+		return
 	}
-	r.settle()
+	keys := make([]uint32, len(r.keys))
+	for i, h := range r.keys {
+		keys[i] = sparseKey(h)
+	}
+	r.keys = nil
+	slices.Sort(keys)
+	r.addKeys(slices.Compact(keys))
 }
 
 // seal seals the records of prepared hours and days.
@@ -73,43 +76,120 @@ func (r rollups) seal() {
 	}
 }
 
-// settle turns a sparse rollup sketch that counts denseFrom keys or more
-// dense.
-func (r *record) settle() {
-	if r.hll == nil || r.dense || r.hll.Estimate() < denseFrom {
-		return
+// addKeys adds sorted, distinct keys to a rollup's sketch.
+func (r *record) addKeys(keys []uint32) {
+	if !r.dense {
+		r.sparse = mergeKeys(r.sparse, keys)
+		if len(r.sparse) < denseFrom {
+			return
+		}
+		keys, r.sparse = r.sparse, nil
+		r.hll, r.dense = hyperloglog.NewNoSparse(), true
 	}
-	dense := hyperloglog.NewNoSparse()
-	dense.Merge(r.hll)
-	r.hll, r.dense = dense, true
+	// Valid keys, ours or checked as they were read (rollupSketch).
+	sk, _ := sparseSketch(keys)
+	r.hll.Merge(sk)
 }
 
-// sketchOf returns a sketch of visitor hashes, dense if their keys number
-// denseFrom or more. A sparse one is built from its binary form: inserting
-// the hashes one by one would re-sort its list every 164.
-func sketchOf(hashes []uint64) (sk *hyperloglog.Sketch, dense bool) {
-	keys := make([]uint32, len(hashes))
-	for i, h := range hashes {
-		keys[i] = sparseKey(h)
+// mergeKeys returns the union of sorted, distinct keys a and b, in a new
+// slice unless b is empty: a prepared rollup's keys may be read by the
+// commits of several sites (see withAlso).
+func mergeKeys(a, b []uint32) []uint32 {
+	if len(b) == 0 {
+		return a
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	if len(keys) >= denseFrom {
-		sk = hyperloglog.NewNoSparse()
-		for _, h := range hashes {
-			sk.InsertHash(h)
+	return mergeInto(make([]uint32, 0, len(a)+len(b)), a, b)
+}
+
+// mergeSketch adds the sketch of rollup o to r's.
+func (r *record) mergeSketch(o *record) error {
+	if !o.dense {
+		r.addKeys(o.sparse)
+		return nil
+	}
+	if !r.dense {
+		sk, err := sparseSketch(r.sparse)
+		if err != nil {
+			return err
 		}
-		return sk, true
+		r.hll, r.sparse, r.dense = hyperloglog.NewNoSparse(), nil, true
+		r.hll.Merge(sk)
 	}
-	sk = hyperloglog.New14()
+	return r.hll.Merge(o.hll)
+}
+
+// mergeRollup merges a delta record into the stored hour or day at key.
+// Rollup visitors always come from the merged sketch.
+func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
+	var r record
+	if v := b.Get(key); v != nil {
+		if err := r.decodeRollup(v); err != nil {
+			return err
+		}
+	}
+	r.addTotals(d.Requests, d.PageViews, d.Bytes, d.Rejected, &d.Status)
+	if err := r.mergeSketch(d); err != nil {
+		return err
+	}
+	if err := r.sketchKeys(); err != nil {
+		return err
+	}
+	if r.hll != nil {
+		r.Visitors = int64(r.hll.Estimate())
+	}
+	r.Approximate = true
+	v, err := r.encode()
+	if err != nil {
+		return err
+	}
+	return b.Put(key, v)
+}
+
+// sketchKeys makes a sparse rollup's keys its sketch, to store it.
+func (r *record) sketchKeys() error {
+	if r.dense || len(r.sparse) == 0 {
+		return nil
+	}
+	var err error
+	r.hll, err = sparseSketch(r.sparse)
+	return err
+}
+
+// decodeRollup reads a stored hour or day, a sparse sketch as its keys.
+func (r *record) decodeRollup(v []byte) error {
+	sk, err := r.decodeFields(v, true)
+	switch {
+	case err != nil:
+		return err
+	case len(sk) == 0:
+		return nil
+	case !isSparse(sk):
+		r.hll, r.dense = hyperloglog.New14(), true
+		if err := r.hll.UnmarshalBinary(sk); err != nil {
+			return fmt.Errorf("record sketch: %v: %w", err, ErrCorrupt)
+		}
+		return nil
+	}
+	loose, list, err := sparseKeys(sk, nil, nil)
+	if err != nil {
+		return err
+	}
+	slices.Sort(loose)
+	r.sparse = mergeKeys(list, slices.Compact(loose))
+	if len(r.sparse) >= denseFrom { // stored sparse by a program that kept it so
+		r.addKeys(nil)
+	}
+	return nil
+}
+
+// sparseSketch returns the sparse sketch whose keys are keys, sorted and
+// distinct, checking them.
+func sparseSketch(keys []uint32) (*hyperloglog.Sketch, error) {
+	sk := hyperloglog.New14()
 	if err := sk.UnmarshalBinary(appendSparse(nil, keys)); err != nil {
-		// Only if sparseKey were not the library's: the slow way.
-		sk = hyperloglog.New14()
-		for _, h := range hashes {
-			sk.InsertHash(h)
-		}
+		return nil, fmt.Errorf("sketch: %v: %w", err, ErrCorrupt)
 	}
-	return sk, false
+	return sk, nil
 }
 
 // sparsePrecision is the precision of a sparse sketch's keys: the

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/axiomhq/hyperloglog"
+	bolt "go.etcd.io/bbolt"
 )
 
-// TestSparseKeyMatchesInsert: a sketch that sketchOf builds from its keys
+// TestSparseKeyMatchesInsert: a rollup's sketch, built from its keys,
 // is the one the library builds inserting the hashes one by one, sparse
 // below denseFrom keys and dense from it, with the same estimate.
 func TestSparseKeyMatchesInsert(t *testing.T) {
@@ -29,7 +31,12 @@ func TestSparseKeyMatchesInsert(t *testing.T) {
 				wantDense.InsertHash(h)
 			}
 			keys := want.Estimate() // of a sparse sketch: its keys
-			got, dense := sketchOf(hashes)
+			r := &record{keys: hashes}
+			r.seal()
+			if err := r.sketchKeys(); err != nil {
+				t.Fatal(err)
+			}
+			got, dense := r.hll, r.dense
 			if dense != (keys >= denseFrom) {
 				t.Fatalf("dense = %v with %d keys", dense, keys)
 			}
@@ -48,11 +55,16 @@ func TestSparseKeyMatchesInsert(t *testing.T) {
 	}
 }
 
-// TestRollupFormIgnoresBatching: an hour's sketch, gathered from the same
-// visitors in commits of any size, is stored in the same form with the
-// same estimate: sparse below denseFrom keys, dense from it.
+// TestRollupFormIgnoresBatching: an hour's sketch, merged into the stored
+// hour from the same visitors in commits of any size, is stored alike,
+// with the same estimate: sparse below denseFrom keys, dense from them.
 func TestRollupFormIgnoresBatching(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	for _, n := range []int{50, denseFrom - 1, denseFrom + 10, 3 * denseFrom} {
 		visitors := make([]uint64, n)
 		for i := range visitors {
@@ -60,40 +72,52 @@ func TestRollupFormIgnoresBatching(t *testing.T) {
 		}
 		var want []byte
 		for _, parts := range []int{1, 2, 7, 40} {
-			var stored *record
-			for p := range parts {
-				part := &record{}
-				for i := p; i < n; i += parts {
-					// Each visitor twice, as several minutes would bring it.
-					part.keys = append(part.keys, visitors[i], visitors[i])
+			key := []byte(fmt.Sprint(n, parts))
+			err := db.Update(func(tx *bolt.Tx) error {
+				b, err := tx.CreateBucketIfNotExists([]byte("hours"))
+				if err != nil {
+					return err
 				}
-				part.seal()
-				if stored == nil {
-					stored = part
-					continue
+				for p := range parts {
+					part := rollups{hours: map[int64]*record{0: {}}}
+					for i := p; i < n; i += parts {
+						// Each visitor twice, as two minutes would bring it.
+						part.hours[0].keys = append(part.hours[0].keys, visitors[i], visitors[i])
+					}
+					part.seal()
+					if err := mergeRollup(b, key, part.hours[0]); err != nil {
+						return err
+					}
 				}
-				stored.hll.Merge(part.hll)
-				stored.dense = stored.dense || part.dense
-				stored.settle()
-			}
-			if stored.dense != (n > denseFrom) {
-				t.Errorf("%d visitors in %d commits: dense = %v", n, parts, stored.dense)
-			}
-			stored.Visitors = int64(stored.hll.Estimate())
-			got, err := stored.encode()
+				want = checkRollup(t, b.Get(key), n, parts, want)
+				return nil
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r record
-			if err := r.decode(got, true); err != nil || r.dense != stored.dense || r.Visitors != stored.Visitors {
-				t.Errorf("%d visitors in %d commits: decoded dense %v, %d visitors, err %v; want %v, %d",
-					n, parts, r.dense, r.Visitors, err, stored.dense, stored.Visitors)
-			}
-			if want == nil {
-				want = got
-			} else if !bytes.Equal(got, want) {
-				t.Errorf("%d visitors in %d commits: stored differently than in one", n, parts)
-			}
 		}
 	}
+}
+
+// checkRollup checks a stored rollup of n visitors merged from parts
+// commits against want, the first one stored, and returns want.
+func checkRollup(t *testing.T, got []byte, n, parts int, want []byte) []byte {
+	t.Helper()
+	var r record
+	if err := r.decodeRollup(got); err != nil {
+		t.Fatal(err)
+	}
+	if r.dense != (n > denseFrom) {
+		t.Errorf("%d visitors in %d commits: dense = %v", n, parts, r.dense)
+	}
+	if diff := float64(r.Visitors)/float64(n) - 1; diff > 0.02 || diff < -0.02 {
+		t.Errorf("%d visitors in %d commits: estimated %d", n, parts, r.Visitors)
+	}
+	if want != nil && !bytes.Equal(got, want) {
+		t.Errorf("%d visitors in %d commits: stored differently than in one", n, parts)
+	}
+	if want == nil {
+		return got
+	}
+	return want
 }
