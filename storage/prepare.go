@@ -164,12 +164,12 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		rollup(r.days, p.day, d)
 		if n := len(d.Visitors); n > 0 {
 			if n < denseFrom {
-				p.hll = hyperloglog.New14()
+				p.hll = sparseOf(d.Visitors)
 			} else {
 				p.hll = hyperloglog.NewNoSparse()
-			}
-			for _, v := range d.Visitors {
-				p.hll.InsertHash(v)
+				for _, v := range d.Visitors {
+					p.hll.InsertHash(v)
+				}
 			}
 		}
 		for _, id := range d.Views {

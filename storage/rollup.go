@@ -57,13 +57,9 @@ func (r *record) seal() {
 	if len(r.keys) == 0 {
 		return
 	}
-	keys := make([]uint32, len(r.keys))
-	for i, h := range r.keys {
-		keys[i] = sparseKey(h)
-	}
+	keys := sortedKeys(r.keys)
 	r.keys = nil
-	slices.Sort(keys)
-	r.addKeys(slices.Compact(keys))
+	r.addKeys(keys)
 }
 
 // seal seals the records of prepared hours and days.
@@ -180,6 +176,24 @@ func (r *record) decodeRollup(v []byte) error {
 		r.addKeys(nil)
 	}
 	return nil
+}
+
+// sparseOf returns the sparse sketch of visitor hashes, built from its
+// keys: inserting them one by one costs a hash set, and a sort of the list
+// every 164 keys.
+func sparseOf(hashes []uint64) *hyperloglog.Sketch {
+	sk, _ := sparseSketch(sortedKeys(hashes)) // valid: sparseKey's
+	return sk
+}
+
+// sortedKeys returns the sparse keys of hashes, sorted and distinct.
+func sortedKeys(hashes []uint64) []uint32 {
+	keys := make([]uint32, len(hashes))
+	for i, h := range hashes {
+		keys[i] = sparseKey(h)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // sparseSketch returns the sparse sketch whose keys are keys, sorted and

@@ -11,9 +11,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// TestSparseKeyMatchesInsert: a rollup's sketch, built from its keys,
-// is the one the library builds inserting the hashes one by one, sparse
-// below denseFrom keys and dense from it, with the same estimate.
+// TestSparseKeyMatchesInsert: a rollup's sketch, and a minute's
+// (sparseOf), built from their keys, are the one the library builds
+// inserting the hashes one by one, sparse below denseFrom keys and dense
+// from them, with the same estimate.
 func TestSparseKeyMatchesInsert(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 7, 300, denseFrom - 1, denseFrom + 10, 5000} {
@@ -50,6 +51,12 @@ func TestSparseKeyMatchesInsert(t *testing.T) {
 			wb, _ := want.MarshalBinary()
 			if !bytes.Equal(gb, wb) {
 				t.Errorf("binary form differs from the library's")
+			}
+			if !dense { // a minute's sketch
+				mb, _ := sparseOf(hashes).MarshalBinary()
+				if !bytes.Equal(mb, wb) {
+					t.Errorf("sparseOf: binary form differs from the library's")
+				}
 			}
 		})
 	}
