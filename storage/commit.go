@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axiomhq/hyperloglog"
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
@@ -233,7 +232,8 @@ func (s *Site) commit(tx *bolt.Tx, b *tally.Batch, p *prepared) (*logChange, log
 		}
 		kept.Minutes += m.d.Requests
 	}
-	hb := s.bucket(tx, bucketHours)
+	hb, db := s.bucket(tx, bucketHours), s.bucket(tx, bucketDays)
+	hb.FillPercent, db.FillPercent = 0.9, 0.9 // appended in order, as minutes
 	for _, hour := range slices.Sorted(maps.Keys(p.hours)) {
 		if hour < f.hour {
 			continue
@@ -243,7 +243,6 @@ func (s *Site) commit(tx *bolt.Tx, b *tally.Batch, p *prepared) (*logChange, log
 		}
 		kept.Hours += p.hours[hour].Requests
 	}
-	db := s.bucket(tx, bucketDays)
 	for _, day := range slices.Sorted(maps.Keys(p.days)) {
 		if uint32Key([]byte(day)) < f.day {
 			continue
@@ -313,63 +312,11 @@ func (s *Store) Kept() logtally.Kept {
 	return kept
 }
 
-// rollup adds a minute's delta to the hour or day record it belongs to.
-func rollup[K comparable](m map[K]*record, k K, d *tally.Delta) {
-	r := m[k]
-	if r == nil {
-		r = &record{}
-		m[k] = r
-	}
-	r.add(d)
-	addDense(r, d.Visitors)
-}
-
-// denseFrom is the number of visitors from which a minute's sketch is kept
-// dense: past it the dense form (8 KiB stored) is no larger than the sparse
-// one, and inserting into the sparse form re-sorts it every few hundred
-// hashes.
+// denseFrom is the number of visitors from which a minute's, an hour's or
+// a day's sketch is kept dense: past it the dense form (16 KiB stored) is
+// no larger than the sparse one, and inserting into the sparse form
+// re-sorts it every few hundred hashes.
 const denseFrom = 2048
-
-// addDense adds visitor hashes to an hour's or a day's sketch. Those are
-// dense from the start: they are few, they grow past what sparse form holds,
-// and the sparse form re-sorts itself every few hundred inserts.
-func addDense(r *record, visitors []uint64) {
-	if len(visitors) == 0 {
-		return
-	}
-	if r.hll == nil {
-		r.hll = hyperloglog.NewNoSparse()
-	}
-	for _, v := range visitors {
-		r.hll.InsertHash(v)
-	}
-}
-
-// mergeRollup merges a delta record into the stored hour or day at key.
-// Rollup visitors always come from the merged sketch.
-func mergeRollup(b *bolt.Bucket, key []byte, d *record) error {
-	var r record
-	if v := b.Get(key); v != nil {
-		if err := r.decode(v, true); err != nil {
-			return err
-		}
-	}
-	r.addTotals(d.Requests, d.PageViews, d.Bytes, d.Rejected, &d.Status)
-	if d.hll != nil {
-		if err := r.sketch().Merge(d.hll); err != nil {
-			return err
-		}
-	}
-	if r.hll != nil {
-		r.Visitors = int64(r.hll.Estimate())
-	}
-	r.Approximate = true
-	v, err := r.encode()
-	if err != nil {
-		return err
-	}
-	return b.Put(key, v)
-}
 
 // commitMinute merges a prepared minute into the stored one, or stores
 // what prepare encoded for it when there is none (most of a replay's).
@@ -377,7 +324,9 @@ func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string) error {
 	sc := &s.st.scratch
 	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
 	key := u64(uint64(m.minute))
-	mb.FillPercent = 0.9 // minutes are mostly appended in order
+	// Minutes and their visitor sets are mostly appended in order: half
+	// full pages (bbolt's default) would be half the visitor sets' room.
+	mb.FillPercent, vb.FillPercent = 0.9, 0.9
 	stored, storedSet := mb.Get(key), vb.Get(key)
 	if stored == nil && storedSet == nil && m.rec != nil {
 		if m.set != nil {

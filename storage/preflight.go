@@ -28,14 +28,6 @@ import (
 // file to go.
 const lockTimeout = time.Second
 
-// initialMmap is the address space bbolt maps at open. A file that grows
-// past its map is mapped anew, and the write transaction then copies every
-// node it holds out of the old map (Bucket.dereference) while reads wait
-// for the new one: a replay that grows the file to hundreds of megabytes
-// spent a third of its time there. Mapped address space costs no memory
-// until its pages are read, and a 64-bit process has plenty.
-const initialMmap = (1 << 30) * (strconv.IntSize / 64) // none on a 32-bit platform
-
 // openFile opens the bbolt file at path, once preflight finds nothing
 // wrong with what bbolt reads as it opens it. It also returns the file
 // bbolt opened, whose identity tells later whether path still names it.

@@ -165,7 +165,7 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		rollup(r.days, p.day, d)
 		if n := len(d.Visitors); n > 0 {
 			if n < denseFrom {
-				p.hll = sparseSketch(d.Visitors, &sc.sketch)
+				p.hll = minuteSketch(d.Visitors, &sc.sketch)
 			} else {
 				p.hll = hyperloglog.NewNoSparse()
 				for _, v := range d.Visitors {
@@ -192,6 +192,7 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		}
 	}
 	sc.buckets, sc.hashes = sorter.buckets, sorter.hashes
+	r.seal()
 	return r
 }
 
@@ -204,13 +205,7 @@ func mergeRollups[K comparable](to, from map[K]*record) {
 			continue
 		}
 		t.addTotals(r.Requests, r.PageViews, r.Bytes, r.Rejected, &r.Status)
-		if r.hll != nil {
-			if t.hll == nil {
-				t.hll = r.hll
-			} else {
-				t.hll.Merge(r.hll)
-			}
-		}
+		t.mergeSketch(r) // prepared, their keys are valid
 	}
 }
 

@@ -35,6 +35,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type record struct {
 	logtally.Counts
 	hll *hyperloglog.Sketch
+	// An hour's or a day's sketch is either hll, dense, or its keys,
+	// sparse, while a commit works on it (see rollup.go); a minute's is
+	// hll, in the form its visitors call for (see addSketch).
+	dense  bool
+	sparse []uint32 // sorted, distinct
+	// keys are the visitors that a commit preparing an hour or a day has
+	// gathered for its sketch, repeats included (see rollup).
+	keys []uint64
 }
 
 func (r *record) sketch() *hyperloglog.Sketch {

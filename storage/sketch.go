@@ -2,7 +2,6 @@ package storage
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"slices"
 
 	"github.com/axiomhq/hyperloglog"
@@ -13,7 +12,7 @@ import (
 // Inserted one by one (InsertHash), hyperloglog gathers the keys in a hash
 // set and, every 164 of them, sorts the set and rewrites the whole list
 // with it: a twentieth of a replay's CPU. A minute's visitors are at hand
-// all at once, so sparseSketch computes their keys, sorts them once, and
+// all at once, so minuteSketch computes their keys, sorts them once, and
 // hands hyperloglog the encoded list, which it checks key by key as it
 // reads it. The sketch is the one InsertHash builds: the same keys, in a
 // list rather than partly in the set (TestSparseSketchIsInsertHash).
@@ -27,24 +26,11 @@ const (
 	sketchVersion = 2
 )
 
-// sparseKey is hyperloglog's encodeHash(x, 14, 25): the top 25 bits of x,
-// shifted left once; when the 11 bits after the top 14 are all zero, the
-// number of leading zeros after the top 25 bits (plus one) as well, and
-// the low bit set.
-func sparseKey(x uint64) uint32 {
-	idx := uint32(x >> (64 - sketchPP))
-	if idx&(1<<(sketchPP-sketchP)-1) == 0 {
-		zeros := bits.LeadingZeros64(x<<sketchPP|(1<<sketchPP-1)) + 1
-		return idx<<7 | uint32(zeros<<1) | 1
-	}
-	return idx << 1
-}
-
-// sparseSketch returns the sparse sketch of visitors (fewer than
+// minuteSketch returns the sparse sketch of visitors (fewer than
 // denseFrom), built in buf (reused by the next call). It falls back to
 // inserting them one by one where the list would be past what a sparse
 // sketch holds, or if hyperloglog turns the encoding down.
-func sparseSketch(visitors []uint64, buf *sketchBuf) *hyperloglog.Sketch {
+func minuteSketch(visitors []uint64, buf *sketchBuf) *hyperloglog.Sketch {
 	keys := buf.keys[:0]
 	for _, v := range visitors {
 		keys = append(keys, sparseKey(v))
@@ -85,7 +71,7 @@ func insertSketch(visitors []uint64) *hyperloglog.Sketch {
 	return sk
 }
 
-// sketchBuf is sparseSketch's reusable memory.
+// sketchBuf is minuteSketch's reusable memory.
 type sketchBuf struct {
 	keys []uint32
 	data []byte

@@ -28,7 +28,7 @@ func sketchVisitors(rng *rand.Rand, n int, zeros bool) []uint64 {
 	return vs
 }
 
-// TestSparseSketchIsInsertHash: a sketch made by sparseSketch holds what
+// TestSparseSketchIsInsertHash: a sketch made by minuteSketch holds what
 // one made by InsertHash holds: once both are compacted (Estimate), their
 // encodings are the same bytes.
 func TestSparseSketchIsInsertHash(t *testing.T) {
@@ -37,7 +37,7 @@ func TestSparseSketchIsInsertHash(t *testing.T) {
 	for _, n := range []int{1, 2, 163, 164, 165, 500, 1000, denseFrom - 1} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			vs := sketchVisitors(rng, n, true)
-			got, want := sparseSketch(vs, &buf), insertSketch(vs)
+			got, want := minuteSketch(vs, &buf), insertSketch(vs)
 			if g, w := got.Estimate(), want.Estimate(); g != w {
 				t.Errorf("estimate %d, want %d", g, w)
 			}
@@ -57,14 +57,14 @@ func TestSparseSketchIsInsertHash(t *testing.T) {
 }
 
 // BenchmarkSketch makes the sparse sketch of a busy minute's 1,000
-// visitors, by sparseSketch and by InsertHash.
+// visitors, by minuteSketch and by InsertHash.
 func BenchmarkSketch(b *testing.B) {
 	vs := sketchVisitors(rand.New(rand.NewPCG(1, 2)), 1000, false)
 	b.Run("sparse", func(b *testing.B) {
 		var buf sketchBuf
 		b.ReportAllocs()
 		for b.Loop() {
-			sparseSketch(vs, &buf)
+			minuteSketch(vs, &buf)
 		}
 	})
 	b.Run("insert", func(b *testing.B) {

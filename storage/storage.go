@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -256,10 +257,10 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// bbolt grows the file to its whole mapping (a power of two) up to
-	// AllocSize, 16 MiB by default, and by AllocSize past it: a small
-	// site's file would be up to twice its data. Growing by 1 MiB costs a
-	// truncate and a sync per MiB of data, which is nothing next to the
+	// bbolt grows the file by AllocSize past what its pages need, its
+	// mapping being wider than AllocSize (see initialMmap): 16 MiB by
+	// default would be most of a small site's file. Growing by 1 MiB costs
+	// a truncate and a sync per MiB of data, which is nothing next to the
 	// commits that wrote it.
 	db.AllocSize = allocSize
 	s := newStore(cfg, loc, now, db)
@@ -526,6 +527,17 @@ func (s *Store) SetStreamSince(path string, since time.Time) error {
 
 // allocSize is the step in which the file grows.
 const allocSize = 1 << 20
+
+// initialMmap is how much of the address space the file is mapped into at
+// open, beyond its end, so that a commit that grows the file does not map
+// it again: bbolt doubles its mapping as the file grows, and each time
+// copies out every key and value that the commit under way has reached
+// (node.dereference). A replay's commit of a hundred sites' minutes reaches
+// tens of megabytes, copied at each of a dozen doublings: 16% of its CPU
+// and most of its garbage. Pages of the mapping that the file does not fill
+// cost no memory; past 1 GiB, bbolt grows the mapping by 1 GiB at a time.
+// On a 32-bit machine, whose address space is scarce, bbolt's default.
+const initialMmap = strconv.IntSize / 64 << 30
 
 // Space is how the database file's room is used.
 type Space struct {

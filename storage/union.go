@@ -38,46 +38,63 @@ const hllPrecision = 14
 // may be reused once add returns.
 func (u *union) add(b []byte) error {
 	u.any = true
-	if len(b) < 8 || (b[0] != 1 && b[0] != 2) || b[1] != hllPrecision || b[3] != 1 {
+	if !isSparse(b) {
 		return u.addDense(b)
 	}
-	// Sparse: a tmp set of n keys, then a compressed list: count, last,
-	// size, and a stream of varint deltas between sorted keys.
+	var err error
+	if u.loose, u.run, err = sparseKeys(b, u.loose, u.run[:0]); err != nil {
+		return err
+	}
+	// The list is sorted: merging it costs a pass, where sorting the
+	// union at the end cost most of a series.
+	u.merge()
+	return nil
+}
+
+// isSparse reports whether b is the binary form of a sparse sketch of
+// precision hllPrecision.
+func isSparse(b []byte) bool {
+	return len(b) >= 8 && (b[0] == 1 || b[0] == 2) && b[1] == hllPrecision && b[3] == 1
+}
+
+// sparseKeys appends the keys of a sparse sketch's binary form b (see
+// isSparse) to loose, those of its tmp set, in no order, and to list, those
+// of its compressed list, sorted and distinct.
+func sparseKeys(b []byte, loose, list []uint32) ([]uint32, []uint32, error) {
+	// A tmp set of n keys, then a compressed list: count, last, size, and a
+	// stream of varint deltas between sorted keys.
 	n := uint64(binary.BigEndian.Uint32(b[4:8]))
 	b = b[8:]
 	if uint64(len(b)) < 4*n+12 {
-		return fmt.Errorf("sketch: short: %w", ErrCorrupt)
+		return loose, list, fmt.Errorf("sketch: short: %w", ErrCorrupt)
 	}
 	for i := range n {
-		u.loose = append(u.loose, binary.BigEndian.Uint32(b[4*i:]))
+		loose = append(loose, binary.BigEndian.Uint32(b[4*i:]))
 	}
 	b = b[4*n:]
 	count, size := binary.BigEndian.Uint32(b[0:4]), binary.BigEndian.Uint32(b[8:12])
 	stream := b[12:]
 	if uint64(len(stream)) != uint64(size) {
-		return fmt.Errorf("sketch: list size: %w", ErrCorrupt)
+		return loose, list, fmt.Errorf("sketch: list size: %w", ErrCorrupt)
 	}
+	from := len(list)
 	var key uint32
-	u.run = u.run[:0]
 	for i := uint32(0); i < count; i++ {
 		delta, n := binary.Uvarint(stream)
-		if n <= 0 || delta > 1<<32-1 {
-			return fmt.Errorf("sketch: list: %w", ErrCorrupt)
+		if n <= 0 || delta > 1<<32-1 || (i > 0 && delta == 0) {
+			return loose, list, fmt.Errorf("sketch: list: %w", ErrCorrupt)
 		}
 		stream = stream[n:]
 		key += uint32(delta)
-		u.run = append(u.run, key)
+		list = append(list, key)
 	}
 	if len(stream) != 0 {
-		return fmt.Errorf("sketch: list trailing bytes: %w", ErrCorrupt)
+		return loose, list, fmt.Errorf("sketch: list trailing bytes: %w", ErrCorrupt)
 	}
-	// The list is sorted: merging it costs a pass, where sorting the
-	// union at the end cost most of a series.
-	if !slices.IsSorted(u.run) {
-		return fmt.Errorf("sketch: list out of order: %w", ErrCorrupt)
+	if !slices.IsSorted(list[from:]) {
+		return loose, list, fmt.Errorf("sketch: list out of order: %w", ErrCorrupt)
 	}
-	u.merge()
-	return nil
+	return loose, list, nil
 }
 
 // merge merges the sorted u.run into u.keys, through u.spare: the three
@@ -114,24 +131,9 @@ func (u *union) estimate() (n int64, ok bool, err error) {
 	slices.Sort(u.loose)
 	u.run = append(u.run[:0], slices.Compact(u.loose)...)
 	u.merge()
-	keys := u.keys
 	// One sparse sketch holding the union as its sorted list; the library
 	// validates every key as it decodes it.
-	b := append(u.buf[:0], 2, hllPrecision, 0, 1, 0, 0, 0, 0)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
-	last := uint32(0)
-	if len(keys) > 0 {
-		last = keys[len(keys)-1]
-	}
-	b = binary.BigEndian.AppendUint32(b, last)
-	sizeAt := len(b)
-	b = append(b, 0, 0, 0, 0)
-	prev := uint32(0)
-	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(k-prev))
-		prev = k
-	}
-	binary.BigEndian.PutUint32(b[sizeAt:], uint32(len(b)-sizeAt-4))
+	b := appendSparse(u.buf[:0], u.keys)
 	u.buf = b
 	sk := hyperloglog.New14()
 	if err := sk.UnmarshalBinary(b); err != nil {
@@ -147,4 +149,25 @@ func (u *union) estimate() (n int64, ok bool, err error) {
 
 func (u *union) reset() {
 	u.keys, u.loose, u.dense, u.any = u.keys[:0], u.loose[:0], nil, false
+}
+
+// appendSparse appends the binary form of a sparse sketch whose keys are
+// keys, sorted and distinct, and whose tmp set is empty.
+func appendSparse(b []byte, keys []uint32) []byte {
+	b = append(b, 2, hllPrecision, 0, 1, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
+	last := uint32(0)
+	if len(keys) > 0 {
+		last = keys[len(keys)-1]
+	}
+	b = binary.BigEndian.AppendUint32(b, last)
+	sizeAt := len(b)
+	b = append(b, 0, 0, 0, 0)
+	prev := uint32(0)
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(k-prev))
+		prev = k
+	}
+	binary.BigEndian.PutUint32(b[sizeAt:], uint32(len(b)-sizeAt-4))
+	return b
 }

@@ -1,0 +1,131 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/axiomhq/hyperloglog"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestSparseKeyMatchesInsert: a rollup's sketch, and a minute's
+// (minuteSketch), built from their keys, are the one the library builds
+// inserting the hashes one by one, sparse below denseFrom keys and dense
+// from them, with the same estimate.
+func TestSparseKeyMatchesInsert(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 7, 300, denseFrom - 1, denseFrom + 10, 5000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			hashes := make([]uint64, n)
+			for i := range hashes {
+				hashes[i] = rng.Uint64()
+				if i%5 == 0 {
+					hashes[i] &^= 0x7ff << 39 // the 11 bits under the top 14 zero
+				}
+			}
+			want, wantDense := hyperloglog.New14(), hyperloglog.NewNoSparse()
+			for _, h := range hashes {
+				want.InsertHash(h)
+				wantDense.InsertHash(h)
+			}
+			keys := want.Estimate() // of a sparse sketch: its keys
+			r := &record{keys: hashes}
+			r.seal()
+			if err := r.sketchKeys(); err != nil {
+				t.Fatal(err)
+			}
+			got, dense := r.hll, r.dense
+			if dense != (keys >= denseFrom) {
+				t.Fatalf("dense = %v with %d keys", dense, keys)
+			}
+			if dense {
+				want = wantDense
+			}
+			if g, w := got.Estimate(), want.Estimate(); g != w {
+				t.Errorf("estimate %d, want %d", g, w)
+			}
+			gb, _ := got.MarshalBinary()
+			wb, _ := want.MarshalBinary()
+			if !bytes.Equal(gb, wb) {
+				t.Errorf("binary form differs from the library's")
+			}
+			if !dense { // a minute's sketch
+				var buf sketchBuf
+				mb, _ := minuteSketch(hashes, &buf).MarshalBinary()
+				if !bytes.Equal(mb, wb) {
+					t.Errorf("minuteSketch: binary form differs from the library's")
+				}
+			}
+		})
+	}
+}
+
+// TestRollupFormIgnoresBatching: an hour's sketch, merged into the stored
+// hour from the same visitors in commits of any size, is stored alike,
+// with the same estimate: sparse below denseFrom keys, dense from them.
+func TestRollupFormIgnoresBatching(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, n := range []int{50, denseFrom - 1, denseFrom + 10, 3 * denseFrom} {
+		visitors := make([]uint64, n)
+		for i := range visitors {
+			visitors[i] = rng.Uint64()
+		}
+		var want []byte
+		for _, parts := range []int{1, 2, 7, 40} {
+			key := []byte(fmt.Sprint(n, parts))
+			err := db.Update(func(tx *bolt.Tx) error {
+				b, err := tx.CreateBucketIfNotExists([]byte("hours"))
+				if err != nil {
+					return err
+				}
+				for p := range parts {
+					part := rollups{hours: map[int64]*record{0: {}}}
+					for i := p; i < n; i += parts {
+						// Each visitor twice, as two minutes would bring it.
+						part.hours[0].keys = append(part.hours[0].keys, visitors[i], visitors[i])
+					}
+					part.seal()
+					if err := mergeRollup(b, key, part.hours[0]); err != nil {
+						return err
+					}
+				}
+				want = checkRollup(t, b.Get(key), n, parts, want)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// checkRollup checks a stored rollup of n visitors merged from parts
+// commits against want, the first one stored, and returns want.
+func checkRollup(t *testing.T, got []byte, n, parts int, want []byte) []byte {
+	t.Helper()
+	var r record
+	if err := r.decodeRollup(got); err != nil {
+		t.Fatal(err)
+	}
+	if r.dense != (n > denseFrom) {
+		t.Errorf("%d visitors in %d commits: dense = %v", n, parts, r.dense)
+	}
+	if diff := float64(r.Visitors)/float64(n) - 1; diff > 0.02 || diff < -0.02 {
+		t.Errorf("%d visitors in %d commits: estimated %d", n, parts, r.Visitors)
+	}
+	if want != nil && !bytes.Equal(got, want) {
+		t.Errorf("%d visitors in %d commits: stored differently than in one", n, parts)
+	}
+	if want == nil {
+		return got
+	}
+	return want
+}
