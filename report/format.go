@@ -51,7 +51,22 @@ func (r *Report) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "Daily counts before %s are not kept (--keep-days): those days count in no row above, nor in the total\n"+
 			"(the top pages are kept by day as long as hours, --keep-hours).\n", day(r.KeptFrom))
 	}
+	if damaged := r.DamagedDays(); len(damaged) > 0 {
+		fmt.Fprintf(w, "The database file is damaged: the counts of %s could not be read, and the total lacks them.\n"+
+			"Run logtally check on the file, and see \"A damaged file\" in docs/operations.md to recover.\n", strings.Join(damaged, ", "))
+	}
 	return nil
+}
+
+// DamagedDays returns the days whose stored counts could not be read.
+func (r *Report) DamagedDays() []string {
+	var out []string
+	for _, d := range r.Days {
+		if d.Damaged {
+			out = append(out, day(d.Date))
+		}
+	}
+	return out
 }
 
 // writeDays writes the table of the days and their total.
@@ -101,8 +116,11 @@ func writeCounts(w io.Writer, counts []logtally.PageCount) error {
 
 // tableRow is a row's cells, each ending in a tab.
 func tableRow(row Row) string {
-	if !row.Held {
+	switch {
+	case !row.Held:
 		return "not kept\t\t\t\t\t\t\t\t\t"
+	case row.Damaged:
+		return "damaged\t\t\t\t\t\t\t\t\t"
 	}
 	cells := []string{num(row.Requests), num(row.PageViews), num(row.Visitors)}
 	for _, n := range row.Status {
@@ -140,6 +158,7 @@ func day(t time.Time) string { return t.Format(time.DateOnly) }
 // jsonRow is a Row as JSON: null counts for a day not held.
 type jsonRow struct {
 	Day       string     `json:"day,omitempty"`
+	Damaged   bool       `json:"damaged,omitempty"`
 	Requests  *int64     `json:"requests"`
 	PageViews *int64     `json:"pageviews"`
 	Visitors  *int64     `json:"visitors"`
@@ -156,8 +175,8 @@ type jsonClass struct {
 }
 
 func toJSON(date string, row Row) jsonRow {
-	out := jsonRow{Day: date}
-	if row.Held {
+	out := jsonRow{Day: date, Damaged: row.Damaged}
+	if row.Held && !row.Damaged {
 		st := row.Status
 		out.Requests, out.PageViews, out.Visitors, out.Bytes = &row.Requests, &row.PageViews, &row.Visitors, &row.Bytes
 		out.Status = &jsonClass{st[0], st[1], st[2], st[3], st[4]}
@@ -193,6 +212,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 		Site                string               `json:"site"`
 		KeptFrom            string               `json:"kept_from,omitempty"`
 		PagesKeptFrom       string               `json:"pages_kept_from,omitempty"`
+		DamagedDays         []string             `json:"damaged_days,omitempty"` // the total lacks them
 		ApproximateVisitors bool                 `json:"approximate_visitors"`
 		TotalVisitors       string               `json:"total_visitors"` // how the total's visitors are counted
 		Total               jsonRow              `json:"total"`
@@ -200,7 +220,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 		PagesExact          bool                 `json:"pages_exact"`
 		Pages               []logtally.PageCount `json:"pages"`
 		Counters            []jsonCounter        `json:"counters,omitempty"`
-	}{From: day(r.From), To: day(r.To), TZ: r.Zone, Site: r.Site, ApproximateVisitors: true,
+	}{From: day(r.From), To: day(r.To), TZ: r.Zone, Site: r.Site, ApproximateVisitors: true, DamagedDays: r.DamagedDays(),
 		TotalVisitors: VisitorsSumOfDays, Total: toJSON("", r.Total), Days: []jsonRow{}, PagesExact: r.PagesExact, Pages: r.Pages}
 	if !r.KeptFrom.IsZero() {
 		body.KeptFrom = day(r.KeptFrom)
@@ -232,8 +252,11 @@ func (r *Report) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write(append([]string{"kind", "day", "path", "requests", "pageviews", "visitors"}, append(classes[:], "bytes")...))
 	row := func(kind, date string, row Row) []string {
+		if row.Damaged {
+			kind += ":damaged" // no counts; the total lacks it
+		}
 		out := []string{kind, date, ""}
-		if !row.Held {
+		if !row.Held || row.Damaged {
 			return append(out, make([]string, 9)...)
 		}
 		out = append(out, strconv.FormatInt(row.Requests, 10), strconv.FormatInt(row.PageViews, 10), strconv.FormatInt(row.Visitors, 10))

@@ -133,7 +133,10 @@ type CounterSource struct {
 
 // Row is the counts of a day, or of the whole report.
 type Row struct {
-	Held      bool // false for a day the retention no longer holds (or never held)
+	Held bool // false for a day the retention no longer holds (or never held)
+	// Damaged is set for a day whose stored counts could not be read, the
+	// database file damaged there: it has none, and the total lacks it.
+	Damaged   bool
 	Requests  int64
 	PageViews int64
 	// Visitors are a day's distinct visitors, estimated from HyperLogLog
@@ -209,7 +212,7 @@ func (r *Report) readDays(src Source, from, end time.Time, trim bool) error {
 	r.From = points[0].Time.In(loc)
 	for _, p := range points {
 		held := series.KeptFrom.IsZero() || !p.Time.Before(series.KeptFrom)
-		r.Days = append(r.Days, Day{Date: p.Time.In(loc), Row: Row{Held: held, Requests: p.Requests,
+		r.Days = append(r.Days, Day{Date: p.Time.In(loc), Row: Row{Held: held, Damaged: p.Damaged, Requests: p.Requests,
 			PageViews: p.PageViews, Visitors: p.Visitors, Status: p.Status, Bytes: p.Bytes}})
 	}
 	return nil

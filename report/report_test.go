@@ -166,6 +166,7 @@ func TestBuildErrors(t *testing.T) {
 func TestFormats(t *testing.T) {
 	src := week(t)
 	src.keptFrom = time.Date(2026, 11, 16, 0, 0, 0, 0, src.loc)
+	src.days["2026-11-20"] = logtally.Point{Damaged: true} // a record the file lost
 	clicks := &store{loc: src.loc, days: map[string]logtally.Point{"2026-11-21": {Requests: 40, Visitors: 9}},
 		pages: logtally.PageRange{Pages: []logtally.PageCount{{Path: "42", PageViews: 30}, {Path: "7", PageViews: 10}}}}
 	cfg := DefaultConfig()

@@ -121,3 +121,52 @@ func TestDamagedRecordsNeverAnswer500(t *testing.T) {
 		}
 	}
 }
+
+// TestReportNamesDamagedDays: report on a file whose record of a day is
+// damaged prints that day as damaged, not as a day of zeros, and says that
+// the total lacks it and how to recover, in each form. Before, the day
+// read as zeros and nothing said the total lacked it.
+func TestReportNamesDamagedDays(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "logtally.db")
+	s, err := storage.Open(storage.Config{Path: db, TZ: "UTC"}, func() time.Time { return damagedStart.AddDate(0, 0, 60) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := range 60 { // enough days that the bucket of days has pages of its own
+		b := tally.NewBatch()
+		for i := range 50 {
+			h := logtally.Hit{Time: damagedStart.Unix() + int64(d*86400+i*600), PageView: true, Status: 200,
+				Visitor: uint64(i%7 + 1), Path: []byte("/")}
+			b.Add(&h, false)
+		}
+		if err := s.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	days, err := damagetest.Values(db, "sites", logtally.DefaultSite, "days")
+	if err != nil || len(days) != 60 {
+		t.Fatalf("the day records: %d, %v", len(days), err)
+	}
+	if _, err := damagetest.Overwrite(db, days[2], rand.New(rand.NewPCG(3, 4))); err != nil {
+		t.Fatal(err)
+	}
+	third := damagedStart.AddDate(0, 0, 2).Format(time.DateOnly)
+	args := []string{"--db", db, "--tz", "UTC", "--from", damagedStart.Format(time.DateOnly),
+		"--to", damagedStart.AddDate(0, 0, 5).Format(time.DateOnly)}
+	for _, tt := range []struct{ flag, want string }{
+		{"", third + "   damaged\n"},
+		{"", "the counts of " + third},
+		{"", "total            250"}, // five days of 50: the damaged one is not in it
+		{"--json", `"damaged_days": [`},
+		{"--csv", "day:damaged," + third + ","},
+	} {
+		out, err := reportOf(t, append(args, strings.Fields(tt.flag)...)...)
+		if err != nil || !strings.Contains(out, tt.want) {
+			t.Errorf("report %s: %v\n%s\nwant it to hold %q", tt.flag, err, out, tt.want)
+		}
+	}
+}
