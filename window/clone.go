@@ -50,3 +50,12 @@ func (p pathVisitors) clone() pathVisitors {
 	p.pairs = maps.Clone(p.pairs)
 	return p
 }
+
+// Alike reports whether w and o are configured alike (length, skew, the
+// paths, visitors and pairs they hold, the pages a snapshot carries), so
+// that one may stand for the other while they hold the same hits.
+func (w *Window) Alike(o *Window) bool {
+	return w.length == o.length && w.skew == o.skew && w.pages == o.pages && w.paths.max == o.paths.max &&
+		w.visitors.max == o.visitors.max && w.pathVisitors.max == o.pathVisitors.max &&
+		(w.pathVisitors.pairs == nil) == (o.pathVisitors.pairs == nil)
+}

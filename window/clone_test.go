@@ -67,3 +67,28 @@ func TestCloneCountsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestAlike: windows are alike when configured alike, and not when any
+// of what they hold or carry differs.
+func TestAlike(t *testing.T) {
+	base := Config{Length: 30 * time.Second, MaxSkew: 3 * time.Second, MaxPaths: 100, MaxVisitors: 1000, Pages: 10}
+	for _, tt := range []struct {
+		name string
+		edit func(*Config)
+		want bool
+	}{
+		{"the same", func(*Config) {}, true},
+		{"length", func(c *Config) { c.Length = time.Minute }, false},
+		{"skew", func(c *Config) { c.MaxSkew = 0 }, false},
+		{"paths", func(c *Config) { c.MaxPaths = 7 }, false},
+		{"visitors", func(c *Config) { c.MaxVisitors = 7 }, false},
+		{"pages", func(c *Config) { c.Pages = 7 }, false},
+		{"visitors per path", func(c *Config) { c.PathVisitors = true }, false},
+	} {
+		other := base
+		tt.edit(&other)
+		if got := New(base, t0).Alike(New(other, t0)); got != tt.want {
+			t.Errorf("%s: Alike = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

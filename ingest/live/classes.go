@@ -28,14 +28,15 @@ type classes struct {
 }
 
 // join puts counter k in a class: win's, if another counter has it, else
-// one whose window is empty as win is, else one of its own. It returns
+// one whose window is empty as win is and configured alike, else one of
+// its own. It returns
 // the class's window.
 func (c *classes) join(k int, win *window.Window) *window.Window {
 	for len(c.of) <= k {
 		c.of = append(c.of, -1)
 	}
 	for i, cw := range c.win {
-		if cw == win || cw.Empty() && win.Empty() {
+		if cw == win || cw.Empty() && win.Empty() && cw.Alike(win) {
 			c.of[k] = int32(i)
 			c.members[i] = append(c.members[i], int32(k))
 			return cw
