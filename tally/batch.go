@@ -35,9 +35,10 @@ type Batch struct {
 	// ids numbers the paths seen; names[id] is the path. They outlive Reset
 	// so that a busy site's paths are not copied again for every batch, up
 	// to maxKeptPaths.
-	ids   map[string]int32
-	names []string
-	spare []*Delta // counts emptied by Reset, reused
+	ids      map[string]int32
+	names    []string
+	lastPath int32    // the path PathNumber gave last, if still in names
+	spare    []*Delta // counts emptied by Reset, reused
 }
 
 // maxKeptPaths is how many path numbers a batch keeps across Reset: more
@@ -158,10 +159,18 @@ func (b *Batch) Add(h *logtally.Hit, live bool) {
 // page views of few paths numbers each path once and adds the views with
 // AddNumbered, which does not read their paths.
 func (b *Batch) PathNumber(path []byte) int32 {
-	if id, ok := b.ids[string(path)]; ok {
-		return id
+	// A breakdown's lines come with few keys, often the line before's
+	// (an hour, a status, a referrer of a page's assets): a compare
+	// spares the hash.
+	if int(b.lastPath) < len(b.names) && b.names[b.lastPath] == string(path) {
+		return b.lastPath
 	}
-	return b.newPath(string(path))
+	id, ok := b.ids[string(path)]
+	if !ok {
+		id = b.newPath(string(path))
+	}
+	b.lastPath = id
+	return id
 }
 
 // newPath gives path p, which has none, the next number.
