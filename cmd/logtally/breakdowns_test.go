@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
