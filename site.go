@@ -146,3 +146,22 @@ func CounterSite(counter string) string { return counterSitePrefix + counter }
 func IsCounterSite(site string) bool {
 	return len(site) > len(counterSitePrefix) && site[:len(counterSitePrefix)] == counterSitePrefix
 }
+
+// breakdownSitePrefix starts the name of a breakdown's site: like
+// counterSitePrefix, it collides with no real site, nor with a counter's.
+const breakdownSitePrefix = "breakdown:"
+
+// BreakdownSite returns the name of the site a breakdown (referrer,
+// browser, status...) is counted as: its paths are the breakdown's keys,
+// as a named counter's are.
+func BreakdownSite(breakdown string) string { return breakdownSitePrefix + breakdown }
+
+// IsBreakdownSite reports whether a site name is a breakdown's.
+func IsBreakdownSite(site string) bool {
+	return len(site) > len(breakdownSitePrefix) && site[:len(breakdownSitePrefix)] == breakdownSitePrefix
+}
+
+// IsDimensionSite reports whether a site name is a named counter's or a
+// breakdown's: a dimension of lines counted in a site of their own too,
+// whose history is no site's.
+func IsDimensionSite(site string) bool { return IsCounterSite(site) || IsBreakdownSite(site) }

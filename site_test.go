@@ -71,3 +71,26 @@ func FuzzNormalizeSite(f *testing.F) {
 		}
 	})
 }
+
+// A breakdown's site is a valid site name that no host, and no counter,
+// can take, and that no test of a counter's site mistakes for one.
+func TestBreakdownSite(t *testing.T) {
+	for _, name := range []string{"referrer", "utm-campaign", "not-found", "os"} {
+		site := BreakdownSite(name)
+		if !ValidSite(site) {
+			t.Errorf("ValidSite(%q) = false, want true", site)
+		}
+		if got := string(NormalizeSite(nil, []byte(site))); got == site {
+			t.Errorf("NormalizeSite(%q) = %q: a host can name a breakdown's site", site, got)
+		}
+		if !IsBreakdownSite(site) || IsCounterSite(site) || !IsDimensionSite(site) {
+			t.Errorf("%q: IsBreakdownSite %v, IsCounterSite %v, IsDimensionSite %v; want true, false, true",
+				site, IsBreakdownSite(site), IsCounterSite(site), IsDimensionSite(site))
+		}
+	}
+	for _, site := range []string{"breakdown:", "breakdown", DefaultSite, CounterSite("referrer"), "breakdown.example"} {
+		if IsBreakdownSite(site) {
+			t.Errorf("IsBreakdownSite(%q) = true, want false", site)
+		}
+	}
+}

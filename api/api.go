@@ -116,6 +116,8 @@ type Deps struct {
 	// Counters, when counters are declared, answers /api/v1/counters,
 	// /api/v1/ratios and /api/v1/series?counter=; nil answers 404 there.
 	Counters Counters
+	// Breakdowns answers /api/v1/breakdowns; nil answers 404 there.
+	Breakdowns Breakdowns
 	// Backup, with DB (the database file's absolute path), answers
 	// /api/v1/backup on the admin listener; nil: no such route.
 	Backup Backup

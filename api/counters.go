@@ -250,7 +250,7 @@ func counterKeyParams(r *request) ([]string, error) {
 // KeysBody is the body of GET /api/v1/counters/NAME/top: the top keys of
 // the live window, or with from and to of a range of history.
 type KeysBody struct {
-	Counter       string    `json:"counter"`
+	Counter       string    `json:"counter,omitempty"` // in a counter's answer
 	From          time.Time `json:"from"`
 	To            time.Time `json:"to"`
 	WindowSeconds int64     `json:"window_seconds,omitempty"`
@@ -279,14 +279,27 @@ func (s *Server) counterTop(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pagesLimit(r, "limit", "from", "to")
+	body, err := s.keysTop(r, snap, "counter", func() History { return s.deps.Counters.CounterHistory(name) })
 	if err != nil {
 		return err
 	}
-	body := KeysBody{Counter: name, Items: []KeyItem{}}
-	pages, ranged, err := s.counterKeysOf(r, name, snap, limit)
+	body.Counter = name
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// keysTop returns the top keys of a counter or a breakdown (what part
+// names, in errors), whose live window is snap and history hist's: of the
+// window, or with from and to of that range of history.
+func (s *Server) keysTop(r *request, snap *logtally.Snapshot, part string, hist func() History) (KeysBody, error) {
+	limit, err := pagesLimit(r, "limit", "from", "to")
 	if err != nil {
-		return err
+		return KeysBody{}, err
+	}
+	body := KeysBody{Items: []KeyItem{}}
+	pages, ranged, err := s.keysOf(r, snap, limit, part, hist)
+	if err != nil {
+		return KeysBody{}, err
 	}
 	if ranged == nil {
 		body.From, body.To, body.WindowSeconds = snap.From, snap.To, int64(snap.Length/time.Second)
@@ -298,8 +311,7 @@ func (s *Server) counterTop(w http.ResponseWriter, r *request) error {
 	for _, p := range pages[:min(limit, len(pages))] {
 		body.Items = append(body.Items, KeyItem{Key: p.Path, Count: p.PageViews, Visitors: p.Visitors})
 	}
-	writeJSON(w, http.StatusOK, body)
-	return nil
+	return body, nil
 }
 
 // keyRange is what a range of history says of its keys' counts.
@@ -314,6 +326,13 @@ type keyRange struct {
 // ranged is not nil) of that range of history.
 func (s *Server) counterKeysOf(r *request, name string, snap *logtally.Snapshot, limit int) (
 	[]logtally.PageCount, *keyRange, error) {
+	return s.keysOf(r, snap, limit, "counter", func() History { return s.deps.Counters.CounterHistory(name) })
+}
+
+// keysOf is counterKeysOf of a counter or a breakdown (part) whose live
+// window is snap and history hist's.
+func (s *Server) keysOf(r *request, snap *logtally.Snapshot, limit int, part string, hist func() History) (
+	[]logtally.PageCount, *keyRange, error) {
 	if !r.has("from") && !r.has("to") {
 		return snap.Pages, nil, nil
 	}
@@ -321,9 +340,9 @@ func (s *Server) counterKeysOf(r *request, name string, snap *logtally.Snapshot,
 	if err != nil {
 		return nil, nil, err
 	}
-	h, _ := s.deps.Counters.CounterHistory(name).(PageHistory)
+	h, _ := hist().(PageHistory)
 	if h == nil {
-		return nil, nil, notStoredYet("counter")
+		return nil, nil, notStoredYet(part)
 	}
 	res, err := h.Pages(from, to, limit)
 	if err != nil {

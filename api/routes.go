@@ -56,6 +56,14 @@ func (s *Server) routes() {
 		{path: "/api/v1/counters/{name}", h: s.counterKeys, public: true},
 		{path: "/api/v1/counters/{name}/top", h: s.counterTop, public: true},
 		{path: "/api/v1/ratios/{name}/top", h: s.ratioTop, public: true},
+		// Breakdowns are public figures as counters are. Their keys, as a
+		// counter's captures, may be strings a client chose (a not-found
+		// path, a utm value, a referring host): they are served as JSON
+		// strings, escaped as logtally holds paths, never as markup, and
+		// the breakdowns whose keys are wholly a client's (not-found,
+		// utm-source, utm-campaign) are off unless the operator names them.
+		{path: "/api/v1/breakdowns", h: s.breakdowns, public: true},
+		{path: "/api/v1/breakdowns/{name}", h: s.breakdownTop, public: true},
 		{path: "/api/v1/events", h: s.events, public: true, stream: true},
 		{path: "/api/v1/status", h: s.status},
 		{path: "/healthz", h: s.healthz},

@@ -155,4 +155,7 @@ const (
 	campaignSet = set(1<<UTMSource | 1<<UTMCampaign)
 	agentSet    = set(1<<Browser | 1<<OS | 1<<Device)
 	clockSet    = set(1<<Hour | 1<<Weekday)
+	// requestSet are the breakdowns that count every request, not only
+	// page views (see PerRequest).
+	requestSet = set(1<<Status | 1<<NotFound)
 )

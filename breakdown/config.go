@@ -7,13 +7,16 @@ import (
 	"strings"
 )
 
-// DefaultBreakdowns are the breakdowns on by default: those whose keys come
-// from a small vocabulary (hosts, browsers, countries, statuses, hours). The
-// campaign parameters and not-found paths are off: their keys are whatever
-// anyone puts in a URL, so a scanner's flood of requests mints as many keys
-// as it makes requests, and they are for an operator who asks for them.
-// Country is on but derived only with --geoip.
-var DefaultBreakdowns = []string{"referrer", "channel", "browser", "os", "device", "country", "status", "hour", "weekday"}
+// DefaultBreakdowns are the breakdowns on by default: those that keep a
+// replay within 80% of its speed without breakdowns (docs/breakdowns.md
+// has the figures): the status of every request and the hour of page
+// views, whose keys cost a lookup in a table. Country is on but derived
+// only with --geoip, whose operator asked for it. The others cost more
+// per page view (a scan of the Referer, a lookup of the agent, one more
+// key counted) and are the operator's to turn on; the campaign parameters
+// and not-found paths are besides whatever anyone puts in a URL, so a
+// scanner's flood of requests mints as many keys as it makes requests.
+var DefaultBreakdowns = []string{"country", "status", "hour"}
 
 // Config is which breakdowns the operator wants, and what they need.
 type Config struct {
@@ -43,6 +46,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"`file` of a MaxMind-format country database (GeoLite2-Country, DB-IP Lite country) for the country breakdown; none: no country")
 	fs.Var((*listFlag)(&c.OwnHosts), "own-hosts",
 		"comma-separated `list` of the site's own host names: a referrer from one of them is direct, as one from the line's own host is")
+}
+
+// RegisterReadFlags registers --breakdowns alone, empty by default: what
+// a command that reads stored breakdowns (report) takes, which derives
+// nothing and so needs no --geoip or --own-hosts.
+func (c *Config) RegisterReadFlags(fs *flag.FlagSet) {
+	*c = Config{}
+	fs.Var((*listFlag)(&c.Breakdowns), "breakdowns",
+		"comma-separated `list` of the stored breakdowns to report a section of: "+strings.Join(names[:], ", ")+"; empty: none")
 }
 
 // listFlag is a comma-separated list flag. Setting it replaces the default

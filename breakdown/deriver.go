@@ -136,6 +136,30 @@ func (d *Deriver) Derive(r *parser.Record, m *Memo, k *Keys) {
 	}
 }
 
+// DeriveRequest writes into k the keys of the breakdowns on that count
+// every request rather than page views alone (see PerRequest): status and
+// not-found, for a line that is no page view. It costs no look at the
+// agent, the address or the referrer.
+func (d *Deriver) DeriveRequest(r *parser.Record, k *Keys) {
+	k.reset()
+	if d.on&requestSet == 0 {
+		return
+	}
+	if d.on.has(Status) {
+		d.status(r.Status, k)
+	}
+	if d.on.has(NotFound) && r.Status == 404 && len(r.Path) > 0 {
+		k.addBytes(NotFound, cutEscaped(r.Path, MaxPath))
+	}
+}
+
+// PerRequest reports whether breakdown b counts every request (status,
+// not-found) rather than page views alone, people's visits: a browser, a
+// referrer, a country or an hour is of who came and from where, and a
+// crawler's or an asset's would swamp it, where a status or a missing page
+// is of the server's answers, whoever asked.
+func PerRequest(b Breakdown) bool { return requestSet.has(b) }
+
 // add adds key s of b if b is on.
 func (d *Deriver) add(k *Keys, b Breakdown, s string) {
 	if d.on.has(b) {

@@ -18,15 +18,19 @@ type Counts struct {
 	same                 []int          // the counter each one counts as (counter.Matcher.Same)
 }
 
-// init makes room for every reason, and each of m's counters.
-func (c *Counts) init(m *counter.Matcher) {
+// init makes room for every reason, each of m's counters and then
+// breakdowns more, each counted as a counter.
+func (c *Counts) init(m *counter.Matcher, breakdowns int) {
 	c.rejected = make([]atomic.Int64, len(rejectReasons))
 	if m != nil {
-		c.counted = make([]atomic.Int64, len(m.Counters()))
-		for i := range c.counted {
+		for i := range m.Counters() {
 			c.same = append(c.same, m.Same(i))
 		}
 	}
+	for range breakdowns {
+		c.same = append(c.same, len(c.same))
+	}
+	c.counted = make([]atomic.Int64, len(c.same))
 }
 
 // Lines returns how many lines have been read.

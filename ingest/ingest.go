@@ -28,6 +28,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/logtally/logtally/breakdown"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/parser"
@@ -46,6 +47,11 @@ type Config struct {
 	// window's; replay, which has none, takes --max-skew.
 	MaxSkew   time.Duration
 	NoSamples bool // do not keep the last rejected lines (run's --no-samples)
+	// BreakdownVisitors gives a line that is no page view its visitor when
+	// a breakdown counts it (status, not-found): the live loop's windows
+	// count each key's distinct visitors. Replay, which keeps no window
+	// and stores no visitor of a breakdown, spares the hash.
+	BreakdownVisitors bool
 	// ShowRejected keeps the samples of rejected lines as they were read
 	// rather than redacted (run's --show-rejected-lines); the log's are
 	// redacted still.
@@ -134,7 +140,12 @@ type Deps struct {
 	Classifier *classify.Classifier // turns parsed lines into hits
 	// Counters, if not nil, tells which named counters each line counts;
 	// each is counted as a site of its own (see logtally.CounterSite).
-	Counters   *counter.Matcher
+	Counters *counter.Matcher
+	// Breakdowns, if not nil, derives each line's breakdown keys; each
+	// breakdown on is counted as a counter of its own, numbered after the
+	// declared ones (see breakdowns.go), as a site named
+	// logtally.BreakdownSite.
+	Breakdowns *breakdown.Deriver
 	KnownSites []string // sites the store holds, counted against MaxSites
 	// NewSite, if not nil, is told of each site and counter before it is
 	// counted: the all-sites view (or with one site, DefaultSite) first,
@@ -187,7 +198,12 @@ func New(cfg Config, deps Deps) (*Core, error) {
 			maxLine: cfg.MaxLine, maxSkew: int64(cfg.MaxSkew / time.Second), multi: cfg.Multi(), byField: cfg.ByField,
 			patternSite: patternSites(cfg.PatternSites), now: deps.Now},
 	}
-	c.Counts.init(deps.Counters)
+	declared := 0
+	if deps.Counters != nil {
+		declared = len(deps.Counters.Counters())
+	}
+	c.parse.breakdowns.init(deps.Breakdowns, declared, cfg.BreakdownVisitors)
+	c.Counts.init(deps.Counters, len(c.parse.breakdowns.list))
 	if err := c.router.init(cfg, deps); err != nil {
 		return nil, err
 	}

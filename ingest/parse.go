@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/breakdown"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/parser"
@@ -50,6 +51,7 @@ type lineParser struct {
 	format     *parser.Format
 	classifier *classify.Classifier
 	matcher    *counter.Matcher // nil without named counters
+	breakdowns lineBreakdowns
 	maxLine    int
 	maxSkew    int64 // seconds
 	multi      bool
@@ -74,9 +76,11 @@ func patternSites(names []string) [][]byte {
 
 // Scratch is what one goroutine parses with, reused from chunk to chunk.
 type Scratch struct {
-	rec   parser.Record
-	memo  classify.Memo
-	paths pathIndex
+	rec    parser.Record
+	memo   classify.Memo
+	paths  pathIndex
+	bdMemo breakdown.Memo
+	bdKeys breakdown.Keys
 }
 
 // Parse parses every line of ch into r, using sc. It only reads c's
@@ -116,8 +120,12 @@ func (c *Core) Parse(ch tailer.Chunk, sc *Scratch, r *Result) {
 				}
 				r.Hits = append(r.Hits, h)
 				r.pathOf = append(r.pathOf, sc.paths.of(r, &h))
+				visited := false // the hit has its visitor
 				if lp.matcher != nil {
-					lp.match(rec, r)
+					visited = lp.match(rec, r)
+				}
+				if lp.breakdowns.deriver != nil {
+					lp.breakdown(rec, r, sc, visited)
 				}
 				if byHost {
 					r.hosts.add(rec.VHost)
@@ -154,10 +162,10 @@ func (lp *lineParser) start(ch tailer.Chunk, r *Result) (byHost bool) {
 // (Match.Counters), so that the line is counted once for them all. A
 // counted line that is not a page view is given its visitor, which
 // counters count.
-func (lp *lineParser) match(rec *parser.Record, r *Result) {
+func (lp *lineParser) match(rec *parser.Record, r *Result) (visited bool) {
 	r.scratch = lp.matcher.Match(rec.Method, rec.Path, rec.Status, r.scratch[:0])
 	if len(r.scratch) == 0 {
-		return
+		return false
 	}
 	i := len(r.Hits) - 1
 	if h := &r.Hits[i]; !h.PageView {
@@ -180,4 +188,5 @@ func (lp *lineParser) match(rec *parser.Record, r *Result) {
 		r.matches = append(r.matches, Match{hit: int32(i), counter: int32(ms[j].Counter), start: int32(start),
 			end: int32(len(r.keys)), set: r.counterSet()})
 	}
+	return true
 }

@@ -54,7 +54,10 @@ func (rt *router) init(cfg Config, deps Deps) error {
 			}
 		}
 	}
-	return rt.addCounters(deps.Counters)
+	if err := rt.addCounters(deps.Counters); err != nil {
+		return err
+	}
+	return rt.addBreakdowns(deps.Breakdowns)
 }
 
 // addCounters adds a site of its own for each declared counter, whose

@@ -15,7 +15,10 @@ type Site struct {
 	id      int  // index in the sites, or for a counter in the counters
 	counter bool // a named counter's
 	other   bool // logtally.OtherSite, which counts the sites past MaxSites
-	inBatch bool // Batch holds lines: the site is among the touched
+	// keysOnly, for a breakdown's, keeps no visitors in its minutes
+	// (tally.Batch.SetKeysOnly).
+	keysOnly bool
+	inBatch  bool // Batch holds lines: the site is among the touched
 	// also are the sites of the counters that count the same as this
 	// one, whose lines its batch holds too (see tally.Batch.SetAlso).
 	also []string
@@ -28,6 +31,7 @@ type Site struct {
 func (s *Site) NewBatch() *tally.Batch {
 	b := tally.NewSiteBatch(s.name)
 	b.SetAlso(s.also)
+	b.SetKeysOnly(s.keysOnly)
 	return b
 }
 
@@ -39,7 +43,8 @@ func (s *Site) Name() string { return s.name }
 // declaration order.
 func (s *Site) ID() int { return s.id }
 
-// Counter reports whether the site is a named counter's.
+// Counter reports whether the site is a named counter's, or a
+// breakdown's, which is counted as one.
 func (s *Site) Counter() bool { return s.counter }
 
 // SiteStats is how many sites a core counts, its limit, and how many

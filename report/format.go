@@ -45,6 +45,12 @@ func (r *Report) writeTable(w io.Writer) error {
 			return err
 		}
 	}
+	for _, c := range r.Breakdowns {
+		fmt.Fprintf(w, "\nbreakdown %s: %s %s; top keys (%s)\n", c.Name, num(c.Lines), c.Counts, exactness(c.Exact, time.Time{}))
+		if err := writeCounts(w, c.Keys); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(w, "\nVisitors are counted per day and estimated (HyperLogLog, standard error 0.8%); the total is the sum of the days':\n"+
 		"one who came on several days counts once a day.")
 	if !r.KeptFrom.IsZero() {
@@ -184,6 +190,15 @@ func toJSON(date string, row Row) jsonRow {
 	return out
 }
 
+// jsonBreakdown is a breakdown's section as JSON.
+type jsonBreakdown struct {
+	Name      string    `json:"name"`
+	Counts    string    `json:"counts"` // "page views" or "requests"
+	Lines     int64     `json:"lines"`
+	KeysExact bool      `json:"keys_exact"`
+	Keys      []jsonKey `json:"keys"`
+}
+
 // jsonCounter is a counter's section as JSON.
 type jsonCounter struct {
 	Name      string    `json:"name"`
@@ -220,6 +235,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 		PagesExact          bool                 `json:"pages_exact"`
 		Pages               []logtally.PageCount `json:"pages"`
 		Counters            []jsonCounter        `json:"counters,omitempty"`
+		Breakdowns          []jsonBreakdown      `json:"breakdowns,omitempty"`
 	}{From: day(r.From), To: day(r.To), TZ: r.Zone, Site: r.Site, ApproximateVisitors: true, DamagedDays: r.DamagedDays(),
 		TotalVisitors: VisitorsSumOfDays, Total: toJSON("", r.Total), Days: []jsonRow{}, PagesExact: r.PagesExact, Pages: r.Pages}
 	if !r.KeptFrom.IsZero() {
@@ -240,6 +256,13 @@ func (r *Report) writeJSON(w io.Writer) error {
 			jc.Keys = append(jc.Keys, jsonKey{Key: k.Path, Count: k.PageViews})
 		}
 		body.Counters = append(body.Counters, jc)
+	}
+	for _, c := range r.Breakdowns {
+		jb := jsonBreakdown{Name: c.Name, Counts: c.Counts, Lines: c.Lines, KeysExact: c.Exact, Keys: []jsonKey{}}
+		for _, k := range c.Keys {
+			jb.Keys = append(jb.Keys, jsonKey{Key: k.Path, Count: k.PageViews})
+		}
+		body.Breakdowns = append(body.Breakdowns, jb)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -278,6 +301,13 @@ func (r *Report) writeCSV(w io.Writer) error {
 		cw.Write([]string{"counter:" + c.Name, "", "", strconv.FormatInt(c.Lines, 10), "", strconv.FormatInt(c.Visitors, 10), "", "", "", "", "", ""})
 		for _, k := range c.Keys {
 			cw.Write([]string{"counter:" + c.Name, "", k.Path, "", strconv.FormatInt(k.PageViews, 10), "", "", "", "", "", "", ""})
+		}
+	}
+	// A breakdown's rows, as a counter's: its total, then its top keys.
+	for _, c := range r.Breakdowns {
+		cw.Write([]string{"breakdown:" + c.Name, "", "", strconv.FormatInt(c.Lines, 10), "", "", "", "", "", "", "", ""})
+		for _, k := range c.Keys {
+			cw.Write([]string{"breakdown:" + c.Name, "", k.Path, "", strconv.FormatInt(k.PageViews, 10), "", "", "", "", "", "", ""})
 		}
 	}
 	cw.Flush()

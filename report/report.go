@@ -112,6 +112,11 @@ type Report struct {
 	PagesKeptFrom time.Time
 	// Counters are the named counters' sections, in declaration order.
 	Counters []Counter
+	// Breakdowns are the breakdowns' sections, in the order of
+	// --breakdowns: a Counter each, whose lines are the page views (or for
+	// status and not-found, the requests) it counted, and whose visitors
+	// are not kept (0): a breakdown's history keeps its keys' counts.
+	Breakdowns []Counter
 }
 
 // Counter is a named counter's section of a report: the lines it counted
@@ -121,14 +126,20 @@ type Counter struct {
 	Lines    int64
 	Visitors int64 // the sum of the days' visitors, estimated as a day's are
 	Keys     []logtally.PageCount
-	Exact    bool // the keys' counts are exact: see Report.PagesExact
+	Exact    bool   // the keys' counts are exact: see Report.PagesExact
+	Counts   string // of a breakdown: CounterSource.Counts
 }
 
 // CounterSource is a named counter's stored history, as a Source: its
-// paths are the counter's keys.
+// paths are the counter's keys. With Breakdown, it is a breakdown's, whose
+// section is among Report.Breakdowns.
 type CounterSource struct {
 	Name string
 	Source
+	Breakdown bool
+	// Counts, of a breakdown, names what it counts: "page views" or
+	// "requests".
+	Counts string
 }
 
 // Row is the counts of a day, or of the whole report.
@@ -173,6 +184,9 @@ func Build(src Source, cfg Config, counters ...CounterSource) (*Report, error) {
 	r.Pages, r.PagesExact, r.PagesKeptFrom = pages.Pages, pages.Exact, pages.KeptFrom
 	for _, c := range counters {
 		if err := r.readCounter(c, from, end, cfg.Pages); err != nil {
+			if c.Breakdown {
+				return nil, fmt.Errorf("breakdown %s: %w", c.Name, err)
+			}
 			return nil, fmt.Errorf("counter %s: %w", c.Name, err)
 		}
 	}
@@ -229,8 +243,13 @@ func (r *Report) readCounter(c CounterSource, from, end time.Time, limit int) er
 	if err != nil {
 		return err
 	}
-	r.Counters = append(r.Counters, Counter{Name: c.Name, Lines: total.Requests, Visitors: total.Visitors,
-		Keys: keys.Pages, Exact: keys.Exact})
+	sec := Counter{Name: c.Name, Lines: total.Requests, Visitors: total.Visitors, Keys: keys.Pages, Exact: keys.Exact}
+	if c.Breakdown {
+		sec.Visitors, sec.Counts = 0, c.Counts
+		r.Breakdowns = append(r.Breakdowns, sec)
+		return nil
+	}
+	r.Counters = append(r.Counters, sec)
 	return nil
 }
 

@@ -304,8 +304,8 @@ func (s *Store) Kept() logtally.Kept {
 		}
 	}
 	for _, si := range s.siteList() {
-		if logtally.IsCounterSite(si.name) {
-			continue // its lines are counted in their own site too
+		if logtally.IsDimensionSite(si.name) {
+			continue // a counter's or breakdown's: its lines are counted in their own site too
 		}
 		kept.Minutes, kept.Hours, kept.Days = kept.Minutes+si.kept.Minutes, kept.Hours+si.kept.Hours, kept.Days+si.kept.Days
 	}
@@ -401,7 +401,7 @@ func getUvarint(b []byte) uint64 {
 func (s *Site) commitSeconds(tx *bolt.Tx, b *tally.Batch) error {
 	sb := s.bucket(tx, bucketSeconds)
 	sc := &s.st.scratch
-	counter := logtally.IsCounterSite(s.name) // keeps its pairs: see second.Pairs
+	counter := logtally.IsDimensionSite(s.name) // keeps its pairs: see second.Pairs
 	for sec, d := range b.Seconds() {
 		if sec < b.WindowStart() {
 			continue

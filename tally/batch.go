@@ -26,6 +26,8 @@ type Batch struct {
 	lines       int
 	last        int64 // second of the newest line added; rejected lines count there
 	windowStart int64 // stored seconds before this are no longer needed
+	// keysOnly keeps no visitor in the batch's minutes (SetKeysOnly).
+	keysOnly bool
 
 	lastMinute, lastSecond   int64 // the most recent map entries, which most lines hit
 	lastMinuteC, lastSecondC *Delta
@@ -33,9 +35,10 @@ type Batch struct {
 	// ids numbers the paths seen; names[id] is the path. They outlive Reset
 	// so that a busy site's paths are not copied again for every batch, up
 	// to maxKeptPaths.
-	ids   map[string]int32
-	names []string
-	spare []*Delta // counts emptied by Reset, reused
+	ids      map[string]int32
+	names    []string
+	lastPath int32    // the path PathNumber gave last, if still in names
+	spare    []*Delta // counts emptied by Reset, reused
 }
 
 // maxKeptPaths is how many path numbers a batch keeps across Reset: more
@@ -97,6 +100,20 @@ func (b *Batch) As(site string) *Batch {
 	return &v
 }
 
+// SetKeysOnly makes the batch keep, in its minutes, the page views of
+// each path but not their visitors: what a breakdown's history needs, whose
+// range answers are per-day counts of its keys. A minute then costs no
+// sort of its visitors and no sketch at commit, and its stored record has
+// no visitors (0); the live window's seconds keep theirs, so a restart
+// rebuilds its visitors per key exactly. The encoding is unchanged: a
+// delta with page views and no visitors is one a sink already reads. It
+// outlives Reset.
+func (b *Batch) SetKeysOnly(on bool) { b.keysOnly = on }
+
+// KeysOnly reports whether the batch keeps no visitors in its minutes
+// (SetKeysOnly).
+func (b *Batch) KeysOnly() bool { return b.keysOnly }
+
 // Same reports whether b and o hold the same lines: o is b, or one is a
 // view of the other made by As, or both are of the same batch.
 func (b *Batch) Same(o *Batch) bool { return b.origin() == o.origin() }
@@ -142,10 +159,18 @@ func (b *Batch) Add(h *logtally.Hit, live bool) {
 // page views of few paths numbers each path once and adds the views with
 // AddNumbered, which does not read their paths.
 func (b *Batch) PathNumber(path []byte) int32 {
-	if id, ok := b.ids[string(path)]; ok {
-		return id
+	// A breakdown's lines come with few keys, often the line before's
+	// (an hour, a status, a referrer of a page's assets): a compare
+	// spares the hash.
+	if int(b.lastPath) < len(b.names) && b.names[b.lastPath] == string(path) {
+		return b.lastPath
 	}
-	return b.newPath(string(path))
+	id, ok := b.ids[string(path)]
+	if !ok {
+		id = b.newPath(string(path))
+	}
+	b.lastPath = id
+	return id
 }
 
 // newPath gives path p, which has none, the next number.
@@ -171,7 +196,11 @@ func (b *Batch) AddNumbered(h *logtally.Hit, id int32, live bool) {
 		}
 		b.lastMinute, b.lastMinuteC = minute, m
 	}
-	m.hit(h, id)
+	if b.keysOnly {
+		m.view(h, id)
+	} else {
+		m.hit(h, id)
+	}
 	if live {
 		s := b.lastSecondC
 		if s == nil || h.Time != b.lastSecond {
@@ -195,6 +224,19 @@ func (c *Delta) hit(h *logtally.Hit, path int32) {
 	if h.PageView {
 		c.PageViews++
 		c.Visitors = append(c.Visitors, h.Visitor)
+		c.Views = append(c.Views, path)
+	}
+}
+
+// view is hit without the visitor: see Batch.SetKeysOnly.
+func (c *Delta) view(h *logtally.Hit, path int32) {
+	c.Requests++
+	c.Bytes += h.Bytes
+	if h.Status >= 100 && h.Status < 600 {
+		c.Status[h.Status/100-1]++
+	}
+	if h.PageView {
+		c.PageViews++
 		c.Views = append(c.Views, path)
 	}
 }

@@ -168,3 +168,54 @@ func TestAddNumbered(t *testing.T) {
 		t.Errorf("PathNumber(/b) = %d, want the number it has, 1", got)
 	}
 }
+
+// A keys-only batch keeps each minute's views of its keys but not their
+// visitors, and the live window's seconds whole; it encodes and decodes as
+// any batch does.
+func TestBatchKeysOnly(t *testing.T) {
+	b := NewSiteBatch("breakdown:browser")
+	b.SetKeysOnly(true)
+	b.Add(hit(0, "Firefox", 200, 1), true)
+	b.Add(hit(1, "Chrome", 200, 2), false)
+	b.Add(hit(2, "Firefox", 200, 1), true)
+	b.AddLines(3)
+	m0 := t0 / 60
+	wantMinutes := map[int64]delta{
+		m0: {Requests: 3, PageViews: 3, Bytes: 30, Status: [5]int64{0, 3}, Views: []string{"Firefox", "Chrome", "Firefox"}},
+	}
+	wantSeconds := map[int64]delta{
+		t0:     {Requests: 1, PageViews: 1, Bytes: 10, Status: [5]int64{0, 1}, Visitors: []uint64{1}, Views: []string{"Firefox"}},
+		t0 + 2: {Requests: 1, PageViews: 1, Bytes: 10, Status: [5]int64{0, 1}, Visitors: []uint64{1}, Views: []string{"Firefox"}},
+	}
+	check := func(t *testing.T, b *Batch) {
+		t.Helper()
+		if got := collect(b, b.Minutes()); !maps.EqualFunc(got, wantMinutes, equalDelta) {
+			t.Errorf("minutes:\n got %+v\nwant %+v", got, wantMinutes)
+		}
+		if got := collect(b, b.Seconds()); !maps.EqualFunc(got, wantSeconds, equalDelta) {
+			t.Errorf("seconds:\n got %+v\nwant %+v", got, wantSeconds)
+		}
+	}
+	check(t, b)
+	enc, err := b.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dec Batch
+	if err := dec.UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(&dec, dec.Minutes())
+	if d := got[m0]; d.Requests != 3 || d.PageViews != 3 || len(d.Visitors) != 0 || len(d.Views) != 3 {
+		t.Errorf("decoded minute = %+v, want 3 requests, 3 views, no visitors", d)
+	}
+	b.Reset()
+	if !b.KeysOnly() {
+		t.Error("KeysOnly() = false after Reset, want true")
+	}
+}
+
+func equalDelta(a, b delta) bool {
+	return a.Requests == b.Requests && a.PageViews == b.PageViews && a.Bytes == b.Bytes && a.Rejected == b.Rejected &&
+		a.Status == b.Status && slices.Equal(a.Visitors, b.Visitors) && slices.Equal(a.Views, b.Views)
+}

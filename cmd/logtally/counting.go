@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/breakdown"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/keyring"
@@ -25,8 +27,10 @@ type countConfig struct {
 	Tailer   tailer.Config
 	Pipeline pipelineConfig
 	Counters counter.Config
-	Keys     keyring.Config
-	Log      LogConfig
+	// Breakdowns are the breakdowns each line is counted by, besides.
+	Breakdowns breakdown.Config
+	Keys       keyring.Config
+	Log        LogConfig
 	// Window is run's live window; replay, which keeps none, takes only
 	// its MaxSkew.
 	Window window.Config
@@ -51,6 +55,7 @@ func (c *countConfig) registerFlags(fs *flag.FlagSet, live bool) {
 	c.Rules.RegisterFlags(fs)
 	c.Pipeline.registerFlags(fs, live)
 	c.Counters.RegisterFlags(fs)
+	c.Breakdowns.RegisterFlags(fs)
 	c.Keys.RegisterFlags(fs)
 	c.Log.RegisterFlags(fs)
 	c.Tailer.RegisterFlags(fs, live)
@@ -70,7 +75,7 @@ func (c *countConfig) validate() error {
 		dbErr = checkDBPath(c.Store.Path)
 	}
 	return errors.Join(c.Window.Validate(), c.Rules.Validate(), c.Pipeline.validate(), c.Tailer.Validate(),
-		c.Store.Validate(), dbErr, c.Counters.Validate())
+		c.Store.Validate(), dbErr, c.Counters.Validate(), c.Breakdowns.Validate())
 }
 
 // counting is what run and replay open: the database, and the pipeline
@@ -80,6 +85,7 @@ type counting struct {
 	keys     *keyring.Ring // nil when a test fixes the key
 	pipeline *pipeline
 	matcher  *counter.Matcher // nil without counters
+	deriver  *breakdown.Deriver
 }
 
 // beforeCount is what a command does once the store is open, before a
@@ -148,6 +154,10 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 			return nil, err
 		}
 	}
+	if cn.deriver, err = c.breakdowns(proc, cn.store); err != nil {
+		return nil, err
+	}
+	deps.breakdowns = cn.deriver
 	if !c.Pipeline.multiSite() && holdsSites(cn.store) {
 		c.Pipeline.keepSites()
 		proc.Logger.Info("the database holds several sites: they are kept apart, and these lines count under site default "+
@@ -162,6 +172,25 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 		}
 	}
 	return newPipeline(c.Pipeline, deps)
+}
+
+// breakdowns returns the deriver of the breakdowns on, and gives each of
+// them its site in the store before a line is counted, so that each has a
+// history from the start, of zeros until it counts, as counters do.
+func (c *countConfig) breakdowns(proc *process, store *storage.Store) (*breakdown.Deriver, error) {
+	d, err := breakdown.New(c.Breakdowns, breakdown.Deps{Location: store.Location(), Logger: proc.Logger})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, b := range d.Breakdowns() {
+		names = append(names, logtally.BreakdownSite(b.String()))
+	}
+	if err := store.AddSites(names...); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
 }
 
 // classifier returns what tells page views and visitors in lines of
@@ -194,6 +223,10 @@ func (cn *counting) close() error {
 	}
 	err := cn.store.Close()
 	cn.store = nil
+	if cn.deriver != nil {
+		err = errors.Join(err, cn.deriver.Close())
+		cn.deriver = nil
+	}
 	if cn.keys != nil {
 		err = errors.Join(err, cn.keys.Close())
 		cn.keys = nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/breakdown"
 	"github.com/logtally/logtally/classify"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/ingest"
@@ -115,8 +116,9 @@ type pipelineDeps struct {
 	commit     committer        // the store, unless a test wraps it
 	window     window.Config    // each site's live window; replay takes its MaxSkew
 	matcher    *counter.Matcher // nil without counters
-	counterMax int              // --max-counter-keys: a counter window's paths
-	knownSites []string         // sites the store holds lines of, with several
+	breakdowns *breakdown.Deriver
+	counterMax int      // --max-counter-keys: a counter window's paths
+	knownSites []string // sites the store holds lines of, with several
 	now        func() time.Time
 	logger     *slog.Logger
 }
@@ -132,8 +134,9 @@ type pipeline struct {
 // newPipeline builds the pipeline cfg says on d: for run, its windows
 // restored from the store.
 func newPipeline(cfg pipelineConfig, d pipelineDeps) (*pipeline, error) {
-	core := ingest.Deps{Format: d.format, Classifier: d.classifier, Counters: d.matcher, KnownSites: d.knownSites,
-		Now: d.now, Logger: d.logger}
+	core := ingest.Deps{Format: d.format, Classifier: d.classifier, Counters: d.matcher, Breakdowns: d.breakdowns,
+		KnownSites: d.knownSites,
+		Now:        d.now, Logger: d.logger}
 	if !cfg.isLive {
 		rc := cfg.forReplay
 		rc.Ingest.MaxSkew = d.window.MaxSkew // replay has no window: lines are judged by --max-skew
@@ -149,7 +152,7 @@ func newPipeline(cfg pipelineConfig, d pipelineDeps) (*pipeline, error) {
 	deps := live.Deps{Deps: core, Store: d.commit,
 		NewWindow: func(site string, end time.Time) (*window.Window, error) {
 			if !logtally.IsCounterSite(site) {
-				return siteWindow(cfg, d, site, end)
+				return siteWindow(cfg, d, site, end) // a site's, or a breakdown's, which shares none
 			}
 			held := d.store.Shares(site)
 			if w, ok := restored[held]; ok {
@@ -184,10 +187,10 @@ func siteWindow(cfg pipelineConfig, d pipelineDeps, site string, end time.Time) 
 		anchor = cfg.forRun.Anchor
 	}
 	wcfg := d.window
-	if logtally.IsCounterSite(site) {
+	if logtally.IsDimensionSite(site) {
 		// A counter's paths are its keys: as many as --max-counter-keys,
 		// every one of them in its snapshots, for ratios, with their
-		// distinct visitors.
+		// distinct visitors. A breakdown's are too.
 		wcfg.MaxPaths, wcfg.Pages, wcfg.PathVisitors = d.counterMax, d.counterMax, true
 	}
 	// A counter that counts as another does reads that one's history,

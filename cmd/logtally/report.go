@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/breakdown"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/report"
 	"github.com/logtally/logtally/storage"
@@ -25,13 +26,17 @@ type reportCmd struct {
 	Store    storage.Config // the file and the zone of days
 	Report   report.Config  // what to report
 	Counters counter.Config // a section for each
-	daemon   daemonSource   // where to take a copy of a held database
+	// Breakdowns: a section for each of --breakdowns (a report reads what
+	// was stored: no --geoip or --own-hosts).
+	Breakdowns breakdown.Config
+	daemon     daemonSource // where to take a copy of a held database
 }
 
 func (c *reportCmd) registerFlags(fs *flag.FlagSet) {
 	c.Store.RegisterReadFlags(fs)
 	c.Report.RegisterFlags(fs)
 	c.Counters.RegisterFlags(fs)
+	c.Breakdowns.RegisterReadFlags(fs)
 	fs.StringVar(&c.daemon.addr, "daemon", defaultAdminListen,
 		"admin `address` of the running logtally that holds --db, which report asks for a consistent copy of it")
 	fs.StringVar(&c.daemon.tokenFile, "admin-token-file", "", "`file` holding the token of that logtally's admin listener, if it has one")
@@ -41,7 +46,7 @@ func (c *reportCmd) check(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("report takes no FILE, got %q: it reads the database (--db)", args)
 	}
-	return errors.Join(c.Report.Validate(), c.Store.Validate(), c.Counters.Validate())
+	return errors.Join(c.Report.Validate(), c.Store.Validate(), c.Counters.Validate(), c.Breakdowns.Validate())
 }
 
 // Run prints the report: bbolt lets no other process open the file while
@@ -69,7 +74,11 @@ func (c *reportCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := report.Build(src, cfg, counters...)
+	breakdowns, err := c.breakdowns(store)
+	if err != nil {
+		return err
+	}
+	r, err := report.Build(src, cfg, append(counters, breakdowns...)...)
 	if err != nil {
 		return err
 	}
@@ -144,4 +153,38 @@ func heldCounters(held []string) string {
 		return "it holds none (a counter is stored from the first run or replay that declares it)"
 	}
 	return "it holds " + strings.Join(held, ", ") + " (report without --counter or --counters lists them all)"
+}
+
+// breakdowns returns the history of each breakdown of --breakdowns, in
+// order; one the database does not hold is an error that names those it
+// holds.
+func (c *reportCmd) breakdowns(store *storage.Store) ([]report.CounterSource, error) {
+	var out []report.CounterSource
+	for _, name := range c.Breakdowns.Breakdowns {
+		b, _ := breakdown.Parse(strings.ToLower(name))
+		st, ok := store.Site(logtally.BreakdownSite(b.String()))
+		if !ok {
+			return nil, fmt.Errorf("--breakdowns %s: the database holds no breakdown %s; %s", name, b, heldBreakdowns(store))
+		}
+		counts := "page views"
+		if breakdown.PerRequest(b) {
+			counts = "requests"
+		}
+		out = append(out, report.CounterSource{Name: b.String(), Source: st, Breakdown: true, Counts: counts})
+	}
+	return out, nil
+}
+
+// heldBreakdowns says which breakdowns a database holds.
+func heldBreakdowns(store *storage.Store) string {
+	var held []string
+	for _, site := range store.Sites() {
+		if logtally.IsBreakdownSite(site) {
+			held = append(held, strings.TrimPrefix(site, logtally.BreakdownSite("")))
+		}
+	}
+	if len(held) == 0 {
+		return "it holds none (a breakdown is stored from the first run or replay that counts it)"
+	}
+	return "it holds " + strings.Join(held, ", ")
 }

@@ -160,7 +160,7 @@ func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 	deps := api.Deps{Snapshot: r.pipeline.Snapshot, Published: r.pipeline.Published, History: r.store, Ready: report.Ready,
 		Status: report.Status, Metrics: report.Registry(), Now: r.apiNow(), Zone: r.store.Location(), Logger: r.proc.Logger,
 		Fleet: r.apiFleet(), Backup: r.store.Backup, DB: absPath(r.Store.Path)}
-	sites := apiSites{r.pipeline, r.store, r.matcher}
+	sites := apiSites{pipeline: r.pipeline, store: r.store, matcher: r.matcher, deriver: r.deriver}
 	if r.Pipeline.multiSite() {
 		deps.Sites = sites
 		deps.History = sites.SiteHistory(logtally.AllSites)
@@ -168,6 +168,7 @@ func (r *runCmd) apiDeps(report *status.Report) api.Deps {
 	if r.matcher != nil {
 		deps.Counters = sites
 	}
+	deps.Breakdowns = sites
 	return deps
 }
 

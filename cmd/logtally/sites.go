@@ -8,6 +8,7 @@ import (
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/api"
+	"github.com/logtally/logtally/breakdown"
 	"github.com/logtally/logtally/counter"
 	"github.com/logtally/logtally/storage"
 )
@@ -62,8 +63,8 @@ func holdsSites(store *storage.Store) bool {
 func storedSites(store *storage.Store) ([]string, error) {
 	var sites []string
 	for _, name := range store.Sites() {
-		if logtally.IsCounterSite(name) {
-			continue // a named counter's: its window is restored as the pipeline's counters are
+		if logtally.IsDimensionSite(name) {
+			continue // a named counter's or a breakdown's: its window is restored as the pipeline's counters are
 		}
 		st, _ := store.Site(name)
 		if _, ok, err := st.Last(); err != nil {
@@ -115,6 +116,7 @@ type apiSites struct {
 	*pipeline
 	store   *storage.Store
 	matcher *counter.Matcher
+	deriver *breakdown.Deriver
 }
 
 // SiteHistory implements api.Sites.
@@ -133,4 +135,26 @@ func (a apiSites) Declared() ([]counter.Counter, []counter.Ratio) {
 // CounterHistory implements api.Counters.
 func (a apiSites) CounterHistory(name string) api.History {
 	return a.SiteHistory(a.store.Shares(logtally.CounterSite(name)))
+}
+
+// BreakdownList implements api.Breakdowns.
+func (a apiSites) BreakdownList() []api.Breakdown {
+	var out []api.Breakdown
+	for _, b := range breakdown.All() {
+		ab := api.Breakdown{Name: b.String(), On: a.deriver.On(b), PerRequest: breakdown.PerRequest(b)}
+		switch {
+		case ab.On:
+		case b == breakdown.Country:
+			ab.Off = "it needs --geoip FILE.mmdb (a MaxMind-format country database), and country in --breakdowns"
+		default:
+			ab.Off = "add " + b.String() + " to --breakdowns"
+		}
+		out = append(out, ab)
+	}
+	return out
+}
+
+// BreakdownHistory implements api.Breakdowns.
+func (a apiSites) BreakdownHistory(name string) api.History {
+	return a.SiteHistory(logtally.BreakdownSite(name))
 }

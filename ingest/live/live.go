@@ -141,6 +141,8 @@ func New(cfg Config, deps Deps) (*Loop, error) {
 	// The window's end is what a line is judged by: a line further ahead
 	// of the clock than it holds is rejected as it is parsed.
 	cfg.Ingest.MaxSkew = l.wins.all.MaxSkew()
+	// The windows count each breakdown key's distinct visitors.
+	cfg.Ingest.BreakdownVisitors = true
 	deps.NewSite = l.wins.newSite
 	core, err := ingest.New(cfg.Ingest, deps.Deps)
 	if err != nil {

@@ -1,6 +1,12 @@
 package live
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/logtally/logtally"
+)
 
 // Metrics of the windows, read at scrape time from their published
 // snapshots; the core's (lines, commits, sites) come with them.
@@ -45,8 +51,12 @@ func (l *Loop) Collect(ch chan<- prometheus.Metric) {
 		gauge(windowPageViewsDesc, s.PageViews)
 		gauge(windowRequestsDesc, s.Requests)
 	}
-	for _, name := range l.wins.names {
-		if s := l.wins.byCounter[name].Load().Current(); s != nil {
+	for _, site := range l.wins.names {
+		if !logtally.IsCounterSite(site) {
+			continue // a breakdown's: the API serves it
+		}
+		if s := l.wins.byCounter[site].Load().Current(); s != nil {
+			name := strings.TrimPrefix(site, logtally.CounterSite(""))
 			gauge(counterWindowDesc, s.Requests, name)
 			gauge(counterVisitorsDesc, s.Visitors, name)
 		}

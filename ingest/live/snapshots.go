@@ -36,7 +36,19 @@ func (l *Loop) Sites() []logtally.SiteCount {
 // CounterSnapshot returns a named counter's live window (its keys in
 // Pages), and false if no such counter is declared.
 func (l *Loop) CounterSnapshot(name string) (*logtally.Snapshot, bool) {
-	w, ok := l.wins.byCounter[name]
+	return l.counterSnapshot(logtally.CounterSite(name))
+}
+
+// BreakdownSnapshot returns a breakdown's live window (its keys in Pages),
+// and false if the breakdown is not on.
+func (l *Loop) BreakdownSnapshot(name string) (*logtally.Snapshot, bool) {
+	return l.counterSnapshot(logtally.BreakdownSite(name))
+}
+
+// counterSnapshot returns the live window of a counter's or breakdown's
+// site.
+func (l *Loop) counterSnapshot(site string) (*logtally.Snapshot, bool) {
+	w, ok := l.wins.byCounter[site]
 	if !ok {
 		return nil, false
 	}

@@ -27,8 +27,9 @@ type windows struct {
 	// windows follow the clock until the first line, which moves them to
 	// its time (restart).
 	clock bool
-	// names are the declared counters' names; byCounter, their windows by
-	// name, is set in New and only read after.
+	// names are the site names of the declared counters and then of the
+	// breakdowns (logtally.CounterSite, logtally.BreakdownSite); byCounter,
+	// their windows by that name, is set in New and only read after.
 	names     []string
 	same      []int // the counter each one counts as (counter.Matcher.Same), whose window it shares
 	byCounter map[string]*counterWindow
@@ -50,13 +51,23 @@ func (w *windows) init(cfg Config, deps Deps) error {
 	w.byCounter = make(map[string]*counterWindow)
 	w.index.Store(&siteIndex{byName: map[string]*window.Window{}})
 	if deps.Counters != nil {
-		if deps.NewWindow == nil {
-			return errors.New("ingest: counters and no NewWindow")
-		}
 		for i, c := range deps.Counters.Counters() {
-			w.names = append(w.names, c.Name)
+			w.names = append(w.names, logtally.CounterSite(c.Name))
 			w.same = append(w.same, deps.Counters.Same(i))
-			w.byCounter[c.Name] = new(counterWindow)
+		}
+	}
+	if deps.Breakdowns != nil {
+		for _, b := range deps.Breakdowns.Breakdowns() {
+			w.names = append(w.names, logtally.BreakdownSite(b.String()))
+			w.same = append(w.same, len(w.same))
+		}
+	}
+	if len(w.names) > 0 {
+		if deps.NewWindow == nil {
+			return errors.New("ingest: counters or breakdowns and no NewWindow")
+		}
+		for _, name := range w.names {
+			w.byCounter[name] = new(counterWindow)
 		}
 		w.counters = make([]*window.Window, len(w.names))
 	}
