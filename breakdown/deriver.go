@@ -20,6 +20,10 @@ type Deps struct {
 	// Logger tells, once, what is off and why (country without
 	// --geoip); nil discards.
 	Logger *slog.Logger
+	// Timed says that the log format logs how long each request took
+	// (parser.Format.HasRequestTime); without it the request-time
+	// breakdown is off.
+	Timed bool
 }
 
 // Deriver derives the keys of the breakdowns on from lines. It is
@@ -64,6 +68,10 @@ func New(cfg Config, deps Deps) (*Deriver, error) {
 				return nil, err
 			}
 		}
+	}
+	if on.has(RequestTime) && !deps.Timed {
+		d.on &^= 1 << RequestTime
+		logger.Info("the request-time breakdown is off: the log format has no $request_time, %D or %T")
 	}
 	if d.on&agentSet != 0 {
 		d.agents = useragent.NewParser()
@@ -134,6 +142,7 @@ func (d *Deriver) Derive(r *parser.Record, m *Memo, k *Keys) {
 	if d.on&clockSet != 0 {
 		d.clock(r.Time, k)
 	}
+	d.add(k, RequestTime, timeBucket(r.RequestTime))
 }
 
 // DeriveRequest writes into k the keys of the breakdowns on that count
@@ -151,6 +160,7 @@ func (d *Deriver) DeriveRequest(r *parser.Record, k *Keys) {
 	if d.on.has(NotFound) && r.Status == 404 && len(r.Path) > 0 {
 		k.addBytes(NotFound, cutEscaped(r.Path, MaxPath))
 	}
+	d.add(k, RequestTime, timeBucket(r.RequestTime))
 }
 
 // PerRequest reports whether breakdown b counts every request (status,

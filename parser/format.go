@@ -300,6 +300,11 @@ func (f *Format) String() string { return render(f.toks) }
 // ($http_user_agent, %{User-Agent}i): `common`, for one, does not.
 func (f *Format) HasUserAgent() bool { return f.set&(1<<roleUserAgent) != 0 }
 
+// HasRequestTime reports whether the format logs how long each request
+// took ($request_time, Apache %D or %T): without it Record.RequestTime is
+// always 0, which says nothing.
+func (f *Format) HasRequestTime() bool { return f.set&requestTimeRoles != 0 }
+
 // Compiled reports whether f parses with the fast scanner rather than gonx.
 func (f *Format) Compiled() bool { return f.fields != nil }
 

@@ -154,7 +154,7 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 			return nil, err
 		}
 	}
-	if cn.deriver, err = c.breakdowns(proc, cn.store); err != nil {
+	if cn.deriver, err = c.breakdowns(proc, cn.store, format.HasRequestTime()); err != nil {
 		return nil, err
 	}
 	deps.breakdowns = cn.deriver
@@ -177,8 +177,8 @@ func (c *countConfig) newPipeline(proc *process, cn *counting, format *parser.Fo
 // breakdowns returns the deriver of the breakdowns on, and gives each of
 // them its site in the store before a line is counted, so that each has a
 // history from the start, of zeros until it counts, as counters do.
-func (c *countConfig) breakdowns(proc *process, store *storage.Store) (*breakdown.Deriver, error) {
-	d, err := breakdown.New(c.Breakdowns, breakdown.Deps{Location: store.Location(), Logger: proc.Logger})
+func (c *countConfig) breakdowns(proc *process, store *storage.Store, timed bool) (*breakdown.Deriver, error) {
+	d, err := breakdown.New(c.Breakdowns, breakdown.Deps{Location: store.Location(), Logger: proc.Logger, Timed: timed})
 	if err != nil {
 		return nil, err
 	}
