@@ -51,12 +51,13 @@ func fuzzServer() *Server {
 	cfg := DefaultConfig()
 	cfg.CORSOrigins = []string{"https://www.example.com"}
 	return New(cfg, Deps{
-		Snapshot: func() *logtally.Snapshot { return snap },
-		History:  storeDouble{},
-		Status:   func() Status { return Status{Version: "dev", Started: now} },
-		Metrics:  prometheus.NewRegistry(),
-		Now:      func() time.Time { return now },
-		Counters: fakeCounters{hist: clickHistory{}, all: true},
+		Snapshot:   func() *logtally.Snapshot { return snap },
+		History:    storeDouble{},
+		Status:     func() Status { return Status{Version: "dev", Started: now} },
+		Metrics:    prometheus.NewRegistry(),
+		Now:        func() time.Time { return now },
+		Counters:   fakeCounters{hist: clickHistory{}, all: true},
+		Breakdowns: fakeBreakdowns{counters: fakeCounters{hist: clickHistory{}, all: true}},
 	})
 }
 
@@ -68,6 +69,7 @@ var routes = map[string][]string{
 	"/ui/dashboard.js": {"GET", "HEAD"}, "/ui/dashboard.css": {"GET", "HEAD"}, "/ui/widget.html": {"GET", "HEAD"},
 	"/api/v1/sites": {"GET", "HEAD"}, "/api/v1/counters": {"GET", "HEAD"}, "/api/v1/counters/{name}": {"GET", "HEAD"},
 	"/api/v1/counters/{name}/top": {"GET", "HEAD"}, "/api/v1/ratios/{name}/top": {"GET", "HEAD"},
+	"/api/v1/breakdowns": {"GET", "HEAD"}, "/api/v1/breakdowns/{name}": {"GET", "HEAD"},
 }
 
 // publicRoutes are the routes of routes that the public listener serves
@@ -76,13 +78,14 @@ var publicRoutes = map[string]bool{
 	"/api/v1/stats": true, "/api/v1/pages": true, "/api/v1/pages/count": true, "/api/v1/series": true,
 	"/api/v1/sites": true, "/api/v1/counters": true, "/api/v1/counters/{name}": true,
 	"/api/v1/counters/{name}/top": true, "/api/v1/ratios/{name}/top": true, "/api/v1/events": true,
-	"/ui/widget.html": true,
+	"/ui/widget.html": true, "/api/v1/breakdowns": true, "/api/v1/breakdowns/{name}": true,
 }
 
 // route returns the route of routes that path is, and the name it gives
 // ("" for a route without one): a segment of one byte or more.
 func route(path string) (string, string) {
-	for _, r := range []struct{ prefix, suffix string }{{"/api/v1/counters/", ""}, {"/api/v1/counters/", "/top"}, {"/api/v1/ratios/", "/top"}} {
+	for _, r := range []struct{ prefix, suffix string }{{"/api/v1/counters/", ""}, {"/api/v1/counters/", "/top"}, {"/api/v1/ratios/", "/top"},
+		{"/api/v1/breakdowns/", ""}} {
 		rest, ok := strings.CutPrefix(path, r.prefix)
 		if !ok {
 			continue
@@ -103,6 +106,8 @@ func unknownName(route, name string, q url.Values) bool {
 		return !contains(counters, name)
 	case "/api/v1/ratios/{name}/top":
 		return name != "ctr"
+	case "/api/v1/breakdowns/{name}":
+		return name != "show"
 	}
 	if c := q["counter"]; len(c) == 1 && route == "/api/v1/series" && !contains(counters, c[0]) {
 		return true

@@ -9,14 +9,14 @@ import (
 
 // DefaultBreakdowns are the breakdowns on by default: those that keep a
 // replay within 80% of its speed without breakdowns (docs/breakdowns.md
-// has the figures): the status of every request, and the hour and weekday
-// of page views, whose keys cost a lookup in a table. Country is on but
-// derived only with --geoip, whose operator asked for it. The others cost
-// more per page view (a scan of the Referer, a lookup of the agent) and
-// are the operator's to turn on; the campaign parameters and not-found
-// paths are besides whatever anyone puts in a URL, so a scanner's flood
-// of requests mints as many keys as it makes requests.
-var DefaultBreakdowns = []string{"country", "status", "hour", "weekday"}
+// has the figures): the status of every request and the hour of page
+// views, whose keys cost a lookup in a table. Country is on but derived
+// only with --geoip, whose operator asked for it. The others cost more
+// per page view (a scan of the Referer, a lookup of the agent, one more
+// key counted) and are the operator's to turn on; the campaign parameters
+// and not-found paths are besides whatever anyone puts in a URL, so a
+// scanner's flood of requests mints as many keys as it makes requests.
+var DefaultBreakdowns = []string{"country", "status", "hour"}
 
 // Config is which breakdowns the operator wants, and what they need.
 type Config struct {

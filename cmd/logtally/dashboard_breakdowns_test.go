@@ -58,9 +58,9 @@ func breakdownsLog(t *testing.T, path string, clk *clock) int64 {
 	return int64(len(lines))
 }
 
-// breakdownAnswer is GET /api/v1/breakdowns/NAME's body, as the test reads
+// panelAnswer is GET /api/v1/breakdowns/NAME's body, as the test reads
 // it.
-type breakdownAnswer struct {
+type panelAnswer struct {
 	Items []struct {
 		Key             string
 		Count, Visitors int64
@@ -79,9 +79,9 @@ func panelLimit(name string) int {
 	return 10
 }
 
-// wantRows is the rows a panel shows for a breakdown's answer: key, count
+// panelRows is the rows a panel shows for a breakdown's answer: key, count
 // and, for the live window, visitors; numbers as their values.
-func wantRows(a breakdownAnswer) [][]string {
+func panelRows(a panelAnswer) [][]string {
 	rows := [][]string{}
 	for _, it := range a.Items {
 		row := []string{it.Key, fmt.Sprint(it.Count)}
@@ -105,12 +105,12 @@ func panelRowsJS(name string) string {
 func checkPanels(t *testing.T, b *chrome, m *Main, query string) {
 	t.Helper()
 	for _, name := range dashboardBreakdowns {
-		var a breakdownAnswer
+		var a panelAnswer
 		getJSON(t, m, fmt.Sprintf("/api/v1/breakdowns/%s?limit=%d%s", name, panelLimit(name), query), &a)
 		if len(a.Items) == 0 {
 			t.Fatalf("breakdown %s%s: no keys to show", name, query)
 		}
-		want, err := json.Marshal(wantRows(a))
+		want, err := json.Marshal(panelRows(a))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestDashboardBreakdowns(t *testing.T) {
 	m := start(t, clk.Now, "run", "--db", filepath.Join(dir, "db"), "--admin-listen", "127.0.0.1:0", "--public-listen", "127.0.0.1:0",
 		"--breakdowns", strings.Join(dashboardBreakdowns, ","), log)
 	poll.Until(t, "the log counted and committed", func() bool {
-		var a breakdownAnswer
+		var a panelAnswer
 		getJSON(t, m, "/api/v1/breakdowns/status?from=2026-11-20&to=2026-11-21", &a)
 		n := int64(0)
 		for _, it := range a.Items {
@@ -167,33 +167,33 @@ func TestDashboardBreakdowns(t *testing.T) {
 	if n := b.eval(t, `String(document.querySelectorAll("section[data-breakdown=hour] .heat .cell").length)`); n != "24" {
 		t.Errorf("the hour's heat strip has %s cells, want 24", n)
 	}
-	checkCSV(t, b, m, dir)
+	checkPanelCSV(t, b, m, dir)
 
 	// A range the wrong way round is refused in the page: the panels keep
 	// the window.
-	setDates(b, t, "2026-11-21", "2026-11-20")
+	pickDates(b, t, "2026-11-21", "2026-11-20")
 	b.waitEval(t, "the range refused", `String(!document.getElementById("dates-error").hidden)`, "true")
 	if got := b.eval(t, `document.getElementById("breakdowns-span").textContent`); got != "In the live window" {
 		t.Errorf("after a refused range the breakdowns are %q", got)
 	}
 	// The day before, chosen: every panel, the chart (by hour) and the top
 	// pages answer for it.
-	setDates(b, t, "2026-11-20", "2026-11-20")
+	pickDates(b, t, "2026-11-20", "2026-11-20")
 	b.waitEval(t, "the range taken", `String(document.getElementById("dates-error").hidden)`, "true")
 	checkPanels(t, b, m, "&from=2026-11-20&to=2026-11-20")
 	b.waitEval(t, "the chart of the day", `String(document.querySelectorAll("#chart-table tbody tr").length)`, "24")
 	b.waitEval(t, "the pages of the day", textOf("day-title"), "Top pages on 2026-11-20")
 	// Both days: by day.
-	setDates(b, t, "2026-11-20", "2026-11-21")
+	pickDates(b, t, "2026-11-20", "2026-11-21")
 	checkPanels(t, b, m, "&from=2026-11-20&to=2026-11-21")
 	b.waitEval(t, "the chart of the days", `String(document.querySelectorAll("#chart-table tbody tr").length)`, "2")
 
-	checkPublic(t, b, m)
+	checkPanelsPublic(t, b, m)
 	b.checkClean(t)
 }
 
-// setDates types a range of days into the page's date inputs.
-func setDates(b *chrome, t *testing.T, from, to string) {
+// pickDates types a range of days into the page's date inputs.
+func pickDates(b *chrome, t *testing.T, from, to string) {
 	t.Helper()
 	b.eval(t, fmt.Sprintf(`(() => {
 		for (const [id, v] of [["from", %q], ["to", %q]]) {
@@ -205,22 +205,22 @@ func setDates(b *chrome, t *testing.T, from, to string) {
 	})()`, from, to))
 }
 
-// checkCSV downloads the campaigns' table as CSV, with the button of its
+// checkPanelCSV downloads the campaigns' table as CSV, with the button of its
 // panel, and checks that it is the table's header and rows, numbers as
 // their values, and that a key a spreadsheet would take for a formula is
 // written after a '.
-func checkCSV(t *testing.T, b *chrome, m *Main, dir string) {
+func checkPanelCSV(t *testing.T, b *chrome, m *Main, dir string) {
 	t.Helper()
 	downloads := filepath.Join(dir, "downloads")
 	if _, err := chromedp.CallBrowser(b.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
 		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
 		t.Fatal(err)
 	}
-	var a breakdownAnswer
+	var a panelAnswer
 	getJSON(t, m, "/api/v1/breakdowns/utm-campaign?limit=10", &a)
 	want := [][]string{{"Campaign", "Page views", "Visitors"}}
 	formulas := 0
-	for _, row := range wantRows(a) {
+	for _, row := range panelRows(a) {
 		if strings.ContainsAny(row[0][:1], "=+-@") {
 			row[0] = "'" + row[0]
 			formulas++
@@ -247,9 +247,9 @@ func checkCSV(t *testing.T, b *chrome, m *Main, dir string) {
 	}
 }
 
-// checkPublic asks the public listener for every breakdown the page asked
+// checkPanelsPublic asks the public listener for every breakdown the page asked
 // the admin listener for: the page's panels need nothing of the operator's.
-func checkPublic(t *testing.T, b *chrome, m *Main) {
+func checkPanelsPublic(t *testing.T, b *chrome, m *Main) {
 	t.Helper()
 	asked := b.requested("/api/v1/breakdowns")
 	if len(asked) == 0 {
