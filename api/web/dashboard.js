@@ -485,7 +485,9 @@
     const table = el("table", "list keys");
     table.id = `bd-${b.name}`;
     table.append(el("caption", "sr-only", b.title), el("thead"), el("tbody"));
-    section.append(table, el("p", "note"));
+    const scroll = el("div", "scroll"); // the hours' 24 rows stay under the strip
+    scroll.append(table);
+    section.append(scroll, el("p", "note"));
     return section;
   }
 

@@ -171,20 +171,20 @@ func TestDashboardBreakdowns(t *testing.T) {
 
 	// A range the wrong way round is refused in the page: the panels keep
 	// the window.
-	pickDates(b, t, "2026-11-21", "2026-11-20")
+	pickDates(t, b, "2026-11-21", "2026-11-20")
 	b.waitEval(t, "the range refused", `String(!document.getElementById("dates-error").hidden)`, "true")
 	if got := b.eval(t, `document.getElementById("breakdowns-span").textContent`); got != "In the live window" {
 		t.Errorf("after a refused range the breakdowns are %q", got)
 	}
 	// The day before, chosen: every panel, the chart (by hour) and the top
 	// pages answer for it.
-	pickDates(b, t, "2026-11-20", "2026-11-20")
+	pickDates(t, b, "2026-11-20", "2026-11-20")
 	b.waitEval(t, "the range taken", `String(document.getElementById("dates-error").hidden)`, "true")
 	checkPanels(t, b, m, "&from=2026-11-20&to=2026-11-20")
 	b.waitEval(t, "the chart of the day", `String(document.querySelectorAll("#chart-table tbody tr").length)`, "24")
 	b.waitEval(t, "the pages of the day", textOf("day-title"), "Top pages on 2026-11-20")
 	// Both days: by day.
-	pickDates(b, t, "2026-11-20", "2026-11-21")
+	pickDates(t, b, "2026-11-20", "2026-11-21")
 	checkPanels(t, b, m, "&from=2026-11-20&to=2026-11-21")
 	b.waitEval(t, "the chart of the days", `String(document.querySelectorAll("#chart-table tbody tr").length)`, "2")
 
@@ -193,7 +193,7 @@ func TestDashboardBreakdowns(t *testing.T) {
 }
 
 // pickDates types a range of days into the page's date inputs.
-func pickDates(b *chrome, t *testing.T, from, to string) {
+func pickDates(t *testing.T, b *chrome, from, to string) {
 	t.Helper()
 	b.eval(t, fmt.Sprintf(`(() => {
 		for (const [id, v] of [["from", %q], ["to", %q]]) {
