@@ -546,6 +546,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	b.waitEval(t, "the chart", `String(document.querySelectorAll("#chart path.line").length)`, "3")
 	b.waitEval(t, "the status", `String(document.querySelectorAll("#files tbody tr").length)`, "1")
 	b.waitEval(t, "the day panel", `String(document.querySelectorAll("#day-pages li").length)`, "10")
+	b.waitEval(t, "the status codes", `String(document.querySelectorAll("#bd-status tbody tr").length > 0)`, "true")
 	b.run(t, chromedp.Sleep(300*time.Millisecond))
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
