@@ -276,6 +276,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
+	// The default breakdowns' panels, as /api/v1/breakdowns/NAME has them;
+	// none for country, off without --geoip.
+	checkPanels(t, b, m, []string{"status", "hour"}, "")
+	if n := b.eval(t, `String(document.querySelectorAll("[data-breakdown=country]").length)`); n != "0" {
+		t.Errorf("%s panels for country, off without --geoip", n)
+	}
+
 	// Paths and lines from the log are text: both attack paths are shown
 	// as written, and they made no element.
 	paths := evalAs[[]string](t, b, `[...document.querySelectorAll("#live-pages .path")].map(e => e.textContent)`)
