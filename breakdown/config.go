@@ -48,6 +48,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"comma-separated `list` of the site's own host names: a referrer from one of them is direct, as one from the line's own host is")
 }
 
+// RegisterReadFlags registers --breakdowns alone, empty by default: what
+// a command that reads stored breakdowns (report) takes, which derives
+// nothing and so needs no --geoip or --own-hosts.
+func (c *Config) RegisterReadFlags(fs *flag.FlagSet) {
+	*c = Config{}
+	fs.Var((*listFlag)(&c.Breakdowns), "breakdowns",
+		"comma-separated `list` of the stored breakdowns to report a section of: "+strings.Join(names[:], ", ")+"; empty: none")
+}
+
 // listFlag is a comma-separated list flag. Setting it replaces the default
 // rather than adding to it.
 type listFlag []string

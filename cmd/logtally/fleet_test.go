@@ -482,7 +482,8 @@ func TestFleetOutboxFullPausesReading(t *testing.T) {
 	log := filepath.Join(dir, "access.log")
 	appendLines(t, log)
 	m := start(t, time.Now, "run", "--fleet", srv.URL(), "--visitor-secret-file", secretFile(t), "--node", "solo", "--db", filepath.Join(dir, "db"),
-		"--admin-listen", "127.0.0.1:0", "--flush-interval", "20ms", "--fleet-refresh", "50ms", "--fleet-max-outbox", "2", log)
+		"--admin-listen", "127.0.0.1:0", "--flush-interval", "20ms", "--fleet-refresh", "50ms", "--fleet-max-outbox", "2",
+		"--breakdowns=", log) // a commit of one batch: each breakdown on adds one
 	srv.Stop()
 	now := func() string { return time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700") }
 	for i := range 4 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,8 +26,8 @@ type reportCmd struct {
 	Store    storage.Config // the file and the zone of days
 	Report   report.Config  // what to report
 	Counters counter.Config // a section for each
-	// Breakdowns: a section for each the database holds (--geoip and
-	// --own-hosts are run's and replay's: a report reads what was stored).
+	// Breakdowns: a section for each of --breakdowns (a report reads what
+	// was stored: no --geoip or --own-hosts).
 	Breakdowns breakdown.Config
 	daemon     daemonSource // where to take a copy of a held database
 }
@@ -37,7 +36,7 @@ func (c *reportCmd) registerFlags(fs *flag.FlagSet) {
 	c.Store.RegisterReadFlags(fs)
 	c.Report.RegisterFlags(fs)
 	c.Counters.RegisterFlags(fs)
-	c.Breakdowns.RegisterFlags(fs)
+	c.Breakdowns.RegisterReadFlags(fs)
 	fs.StringVar(&c.daemon.addr, "daemon", defaultAdminListen,
 		"admin `address` of the running logtally that holds --db, which report asks for a consistent copy of it")
 	fs.StringVar(&c.daemon.tokenFile, "admin-token-file", "", "`file` holding the token of that logtally's admin listener, if it has one")
@@ -156,21 +155,16 @@ func heldCounters(held []string) string {
 	return "it holds " + strings.Join(held, ", ") + " (report without --counter or --counters lists them all)"
 }
 
-// breakdowns returns the history of each breakdown of --breakdowns that
-// the database holds, in order. One it does not hold is left out when
-// --breakdowns is the default (country, without --geoip, is never
-// counted); named, it is an error that names those it holds.
+// breakdowns returns the history of each breakdown of --breakdowns, in
+// order; one the database does not hold is an error that names those it
+// holds.
 func (c *reportCmd) breakdowns(store *storage.Store) ([]report.CounterSource, error) {
-	explicit := !slices.Equal(c.Breakdowns.Breakdowns, breakdown.DefaultBreakdowns)
 	var out []report.CounterSource
 	for _, name := range c.Breakdowns.Breakdowns {
 		b, _ := breakdown.Parse(strings.ToLower(name))
 		st, ok := store.Site(logtally.BreakdownSite(b.String()))
 		if !ok {
-			if explicit {
-				return nil, fmt.Errorf("--breakdowns %s: the database holds no breakdown %s; %s", name, b, heldBreakdowns(store))
-			}
-			continue
+			return nil, fmt.Errorf("--breakdowns %s: the database holds no breakdown %s; %s", name, b, heldBreakdowns(store))
 		}
 		counts := "page views"
 		if breakdown.PerRequest(b) {
