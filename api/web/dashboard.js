@@ -21,6 +21,26 @@
     month: { points: 30, stepSeconds: 86400, step: "1d", label: "the last 30 days, by day", refresh: 300000 },
   };
   const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+  const PANELS_MS = 10000; // the breakdowns of the window are asked for again at most this often
+  const MAX_DAYS = 400; // the longest range of days the API answers (MaxPagesRange)
+  // BREAKDOWNS are the panels, in the order shown: a breakdown's title, how
+  // many keys it shows, and for the heat strip, its keys in their order.
+  const HOURS = Array.from({ length: 24 }, (_, h) => String(h).padStart(2, "0"));
+  const BREAKDOWNS = [
+    { name: "channel", title: "Channels", key: "Channel" },
+    { name: "referrer", title: "Referring sites", key: "Site" },
+    { name: "utm-source", title: "Campaign sources", key: "Source" },
+    { name: "utm-campaign", title: "Campaigns", key: "Campaign" },
+    { name: "browser", title: "Browsers", key: "Browser" },
+    { name: "os", title: "Systems", key: "System" },
+    { name: "device", title: "Devices", key: "Device" },
+    { name: "country", title: "Countries", key: "Country" },
+    { name: "status", title: "Status codes", key: "Status" },
+    { name: "not-found", title: "Not found", key: "Path", paths: true },
+    { name: "hour", title: "Hour of day", key: "Hour", limit: 24, strip: HOURS },
+    { name: "weekday", title: "Day of week", key: "Day", limit: 7, strip: ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] },
+  ];
+  const PANEL_LIMIT = 10;
 
   const state = {
     site: "", // the chosen site; "" for all of them
@@ -33,6 +53,10 @@
     retryTimer: 0,
     dayChosen: false,
     livePages: "", // the top pages shown, as JSON
+    dates: null, // a chosen range of days, {from, to} as YYYY-MM-DD, or null for the tabs and the window
+    breakdowns: [], // the breakdowns on, as GET /api/v1/breakdowns lists them
+    panelsAt: 0, // when the breakdowns were last asked for
+    panelsAsked: 0, // counts the askings, so that a late answer to an older one is dropped
   };
 
   // SITED are the endpoints that answer for one site with ?site=.
@@ -144,7 +168,8 @@
       $("day").value = isoDay(new Date(to.getTime() - 1000));
       loadDay();
     }
-    if (first || Date.now() - state.seriesAt >= RANGES[state.range].refresh) loadSeries();
+    if (!state.dates && (first || Date.now() - state.seriesAt >= RANGES[state.range].refresh)) loadSeries();
+    if (!state.dates && Date.now() - state.panelsAt >= PANELS_MS) loadPanels();
   }
 
   // connect opens the event stream. While it is down, the page polls the
@@ -203,18 +228,40 @@
   // ---- history ------------------------------------------------------------
 
   async function loadSeries() {
-    if (!state.windowEnd) return;
+    if (!state.windowEnd && !state.dates) return;
     state.seriesAt = Date.now();
-    const range = state.range;
-    const r = RANGES[range];
-    // The window's last second is the newest point's; the daemon starts
-    // each point at its step's start, so this asks for exactly r.points.
-    const to = Math.floor(state.windowEnd.getTime() / 1000) - 1;
-    const body = await getJSON("api/v1/series", { from: to - (r.points - 1) * r.stepSeconds, to, step: r.step });
-    if (range !== state.range) return; // switched meanwhile
+    const range = rangeKey();
+    let params;
+    if (state.dates) {
+      // Whole days in the daemon's --tz: a date as from is its first
+      // second, as to its last.
+      params = { from: state.dates.from, to: state.dates.to, step: datesRange().step };
+    } else {
+      const r = RANGES[state.range];
+      // The window's last second is the newest point's; the daemon starts
+      // each point at its step's start, so this asks for exactly r.points.
+      const to = Math.floor(state.windowEnd.getTime() / 1000) - 1;
+      params = { from: to - (r.points - 1) * r.stepSeconds, to, step: r.step };
+    }
+    const body = await getJSON("api/v1/series", params);
+    if (range !== rangeKey()) return; // switched meanwhile
     state.series = body;
     drawSeries();
   }
+
+  // rangeKey names what the chart shows: a tab, or the chosen days.
+  const rangeKey = () => (state.dates ? `${state.dates.from}/${state.dates.to}` : state.range);
+
+  // datesRange is the chart's range for the chosen days: by hour for one
+  // day, by day for more.
+  function datesRange() {
+    const { from, to } = state.dates;
+    if (from === to) return { step: "1h", label: `${from}, by hour`, refresh: 60000, byDay: false };
+    return { step: "1d", label: `${from} to ${to}, by day`, refresh: 300000, byDay: true };
+  }
+
+  // chartRange is what the chart shows now: a tab's range or the days'.
+  const chartRange = () => (state.dates ? datesRange() : { ...RANGES[state.range], byDay: state.range === "month" });
 
   // statusOf returns a point's requests by class [1xx..5xx], or null when
   // the series has no status classes.
@@ -233,7 +280,7 @@
     return 10 * e;
   };
 
-  const tickLabel = (t) => (state.range === "month" ? dayName(t) : hhmm(t));
+  const tickLabel = (t) => (chartRange().byDay ? dayName(t) : hhmm(t));
 
   function drawSeries() {
     const chart = $("chart");
@@ -287,7 +334,9 @@
     let requests = 0, pageviews = 0, peak = 0;
     for (const p of pts) {
       const tr = el("tr");
-      tr.append(el("th", "", p.t.toLocaleString("en-GB")));
+      const when = el("th", "", p.t.toLocaleString("en-GB"));
+      when.dataset.value = p.t.toISOString();
+      tr.append(when);
       if (p.held) {
         requests += p.requests;
         pageviews += p.pageviews;
@@ -299,7 +348,7 @@
       rows.push(tr);
     }
     $("chart-table").tBodies[0].replaceChildren(...rows);
-    const r = RANGES[state.range];
+    const r = chartRange();
     const unkept = held.length < pts.length && body.kept_from ? ` History of this step is kept from ${new Date(body.kept_from).toLocaleString("en-GB")}; earlier steps are not shown.` : "";
     summary.textContent = `${r.label[0].toUpperCase()}${r.label.slice(1)}: ${plural(requests, "request", "requests")}, ${plural(pageviews, "page view", "page views")}; at most ${plural(peak, "visitor", "visitors")} in one step${body.approximate_visitors ? " (visitors partly estimated)" : ""}.${unkept}`;
 
@@ -313,7 +362,7 @@
       cursor.setAttribute("x1", x(i));
       cursor.setAttribute("x2", x(i));
       cursor.setAttribute("visibility", "visible");
-      const when = state.range === "month" ? p.t.toLocaleDateString("en-GB") : `${p.t.toLocaleDateString("en-GB")} ${hhmm(p.t)}`;
+      const when = chartRange().byDay ? p.t.toLocaleDateString("en-GB") : `${p.t.toLocaleDateString("en-GB")} ${hhmm(p.t)}`;
       hover.textContent = p.held ? `${when}: ${plural(p.requests, "request", "requests")}, ${plural(p.pageviews, "page view", "page views")}, ${plural(p.visitors, "visitor", "visitors")}` : `${when}: not kept`;
     };
     chart.onmousemove = show;
@@ -357,6 +406,12 @@
   function chooseRange(range) {
     state.range = range;
     for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-pressed", String(b.dataset.range === range));
+    if (state.dates) {
+      $("from").value = "";
+      $("to").value = "";
+      setDates(null);
+      return;
+    }
     loadSeries();
   }
 
@@ -364,11 +419,17 @@
   // them (GET /api/v1/pages?from=D&to=D: the whole day D in the daemon's
   // --tz, from its per-day page counts).
   async function loadDay() {
-    const v = $("day").value;
+    const d = state.dates;
+    $("day").hidden = Boolean(d);
+    $("day-title").textContent = d ? (d.from === d.to ? `Top pages on ${d.from}` : `Top pages, ${d.from} to ${d.to}`) : "Top pages on";
+    const from = d ? d.from : $("day").value;
+    const to = d ? d.to : from;
+    const asked = `${from}/${to}`;
     const note = $("day-note");
-    if (!v) return;
-    const body = await getJSON("api/v1/pages", { from: v, to: v, limit: 10 });
-    if ($("day").value !== v) return;
+    if (!from) return;
+    const body = await getJSON("api/v1/pages", { from, to, limit: 10 });
+    const now = state.dates ? `${state.dates.from}/${state.dates.to}` : `${$("day").value}/${$("day").value}`;
+    if (now !== asked) return; // chosen again meanwhile
     if (!body || !Array.isArray(body.pages)) {
       $("day-pages").replaceChildren();
       note.textContent = "History of pages not available.";
@@ -376,11 +437,201 @@
       return;
     }
     renderPages($("day-pages"), note, body.pages);
-    note.textContent = "No page views on this day.";
+    note.textContent = d ? "No page views in these days." : "No page views on this day.";
     if (body.kept_from) {
-      note.textContent = `Pages are kept from ${new Date(body.kept_from).toLocaleDateString("en-GB")}: this day is not, or not whole.`;
+      note.textContent = `Pages are kept from ${new Date(body.kept_from).toLocaleDateString("en-GB")}: ${d ? "these days are" : "this day is"} not, or not whole.`;
       note.hidden = false;
     }
+  }
+
+  // ---- breakdowns ---------------------------------------------------------
+
+  // loadBreakdowns makes a panel for each breakdown GET /api/v1/breakdowns
+  // lists as on, in the order of BREAKDOWNS (one the page does not know
+  // comes last, under its name); a breakdown that is off has none.
+  async function loadBreakdowns() {
+    const body = await getJSON("api/v1/breakdowns");
+    const on = body && Array.isArray(body.breakdowns) ? body.breakdowns.filter((b) => b && typeof b.name === "string") : [];
+    const known = (name) => BREAKDOWNS.findIndex((k) => k.name === name);
+    const rank = (name) => (known(name) < 0 ? BREAKDOWNS.length : known(name));
+    state.breakdowns = on.map((b) => ({ name: b.name, counts: b.counts, ...(BREAKDOWNS[known(b.name)] || { title: b.name, key: "Key" }) }))
+      .sort((a, b) => rank(a.name) - rank(b.name));
+    for (const b of state.breakdowns) b.section = breakdownPanel(b);
+    $("breakdown-panels").replaceChildren(...state.breakdowns.map((b) => b.section));
+    $("breakdowns").hidden = state.breakdowns.length === 0;
+    loadPanels();
+  }
+
+  // breakdownPanel makes the empty panel of breakdown b.
+  function breakdownPanel(b) {
+    const section = el("section", "panel breakdown");
+    section.dataset.breakdown = b.name;
+    const head = el("div", "panel-head");
+    const title = el("h2", "", b.title);
+    title.id = `bd-${b.name}-title`;
+    section.setAttribute("aria-labelledby", title.id);
+    const csv = el("button", "csv", "CSV");
+    csv.type = "button";
+    csv.dataset.table = `bd-${b.name}`;
+    csv.dataset.name = b.name;
+    csv.title = `Download the ${b.title.toLowerCase()} as CSV`;
+    head.append(title, csv);
+    section.append(head);
+    if (b.strip) {
+      const strip = el("div", "heat");
+      strip.setAttribute("role", "img");
+      section.append(strip);
+    }
+    const table = el("table", "list keys");
+    table.id = `bd-${b.name}`;
+    table.append(el("caption", "sr-only", b.title), el("thead"), el("tbody"));
+    const scroll = el("div", "scroll"); // the hours' 24 rows stay under the strip
+    scroll.append(table);
+    section.append(scroll, el("p", "note"));
+    return section;
+  }
+
+  // loadPanels fills every breakdown's panel from GET
+  // /api/v1/breakdowns/NAME: its top keys in the live window, with their
+  // visitors, or with days chosen, in those days.
+  async function loadPanels() {
+    if (!state.breakdowns.length) return;
+    state.panelsAt = Date.now();
+    const asked = ++state.panelsAsked;
+    const dates = state.dates;
+    $("breakdowns-span").textContent = (dates ? (dates.from === dates.to ? `On ${dates.from}` : `From ${dates.from} to ${dates.to}`) : "In the live window") +
+      (state.site ? ", of all sites" : "");
+    const bodies = await Promise.all(state.breakdowns.map((b) => {
+      const params = { limit: b.limit || PANEL_LIMIT };
+      if (dates) Object.assign(params, dates);
+      return getJSON(`api/v1/breakdowns/${encodeURIComponent(b.name)}`, params);
+    }));
+    if (asked !== state.panelsAsked) return; // asked again meanwhile
+    state.breakdowns.forEach((b, i) => renderPanel(b, bodies[i]));
+  }
+
+  // renderPanel shows a breakdown's answer in its panel: a table of key,
+  // count and, for the window, visitors; the heat strip for a time of day.
+  function renderPanel(b, body) {
+    const section = b.section;
+    const table = section.querySelector("table");
+    const note = section.querySelector(".note");
+    const items = body && Array.isArray(body.items) ? body.items : [];
+    const ranged = Boolean(body && body.exact !== undefined);
+    const head = el("tr");
+    const cols = [b.key, b.counts === "requests" ? "Requests" : "Page views"];
+    if (!ranged) cols.push("Visitors");
+    for (const [i, c] of cols.entries()) {
+      const th = el("th", i ? "num" : "", c);
+      th.scope = "col";
+      head.append(th);
+    }
+    table.tHead.replaceChildren(head);
+    table.tBodies[0].replaceChildren(...items.map((it) => {
+      const tr = el("tr");
+      const key = el("td", b.paths ? "key path" : "key", it.key);
+      key.title = it.key;
+      tr.append(key, numCell("count", it.count));
+      if (!ranged) tr.append(numCell("visitors", it.visitors || 0));
+      return tr;
+    }));
+    note.textContent = panelNote(body, items, ranged);
+    note.hidden = note.textContent === "";
+    if (b.strip) drawStrip(section.querySelector(".heat"), b, items);
+  }
+
+  function numCell(className, n) {
+    const td = el("td", `num ${className}`, number.format(n));
+    td.dataset.value = String(n);
+    return td;
+  }
+
+  // panelNote says what a panel's table does not: nothing to show, counts
+  // past the top keys, estimates.
+  function panelNote(body, items, ranged) {
+    if (!body) return "Not available.";
+    const notes = [];
+    if (!items.length) notes.push(ranged ? "Nothing counted in these days." : "Nothing counted in the window.");
+    if (ranged && body.other > 0) notes.push(`${number.format(body.other)} more in keys not kept.`);
+    if (ranged && body.exact === false) notes.push("Counts are lower bounds.");
+    if (ranged && body.kept_from) notes.push(`Kept from ${new Date(body.kept_from).toLocaleDateString("en-GB")}.`);
+    if (!ranged && body.visitors_approximate) notes.push("Visitors are lower bounds.");
+    return notes.join(" ");
+  }
+
+  // drawStrip draws a time of day's keys in their order (00 to 23, mon to
+  // sun), each cell as dark as its count is near the most.
+  function drawStrip(strip, b, items) {
+    const counts = new Map(items.map((it) => [it.key, it.count]));
+    const max = Math.max(1, ...counts.values());
+    strip.setAttribute("aria-label", `${b.title}: ${b.strip.map((k) => `${k} ${number.format(counts.get(k) || 0)}`).join(", ")}`);
+    strip.replaceChildren(...b.strip.map((k) => {
+      const n = counts.get(k) || 0;
+      const cell = el("span", "cell");
+      const fill = el("span", "fill");
+      fill.style.opacity = String(n ? 0.15 + (0.85 * n) / max : 0); // CSSOM, allowed by the policy
+      cell.title = `${k}: ${number.format(n)}`;
+      const box = el("span", "box");
+      box.append(fill);
+      cell.append(box, el("span", "label", k));
+      return cell;
+    }));
+  }
+
+  // ---- a range of days ------------------------------------------------------
+
+  // chooseDates applies the from and to inputs once both are given and
+  // from is not after to: every panel, the chart and the top pages then
+  // answer for those days. Either emptied, the page is back to the window
+  // and the tabs.
+  function chooseDates() {
+    const from = $("from").value;
+    const to = $("to").value;
+    const error = $("dates-error");
+    let problem = "";
+    if (from && to && from > to) problem = "The first day is after the last: choose a first day on or before the last.";
+    else if (from && to && (Date.parse(to) - Date.parse(from)) / 86400000 >= MAX_DAYS) problem = `Choose at most ${MAX_DAYS} days.`;
+    error.textContent = problem;
+    error.hidden = problem === "";
+    for (const id of ["from", "to"]) $(id).setAttribute("aria-invalid", String(problem !== ""));
+    if (problem) return;
+    if (from && to) setDates({ from, to });
+    else if (state.dates) setDates(null);
+  }
+
+  function setDates(dates) {
+    state.dates = dates;
+    for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-pressed", String(!dates && b.dataset.range === state.range));
+    loadSeries();
+    loadPanels();
+    loadDay();
+  }
+
+  // ---- CSV ----------------------------------------------------------------
+
+  // downloadCSV saves a table as CSV, made here from the table's cells: a
+  // number as its value (data-value), not as shown; the header row first.
+  function downloadCSV(table, name) {
+    const rows = [...table.querySelectorAll("tr")].map((tr) => [...tr.cells].map((c) => (c.dataset.value !== undefined ? c.dataset.value : c.textContent)));
+    const text = rows.map((r) => r.map(csvField).join(",")).join("\r\n") + "\r\n";
+    const a = el("a");
+    a.href = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+    const span = state.dates ? `${state.dates.from}_${state.dates.to}` : "window";
+    a.download = `logtally-${name}-${span}.csv`;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  }
+
+  // csvField quotes a field as RFC 4180 does where it must. Keys come from
+  // requests (paths, campaigns): one that a spreadsheet would take for a
+  // formula (=, +, -, @, a tab or a carriage return first) is written after
+  // a ', so that it stays text.
+  function csvField(v) {
+    let s = String(v);
+    if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   }
 
   // ---- the daemon's state -------------------------------------------------
@@ -482,6 +733,11 @@
   // ---- start ----------------------------------------------------------------
 
   for (const b of document.querySelectorAll(".tabs button")) b.addEventListener("click", () => chooseRange(b.dataset.range));
+  for (const id of ["from", "to"]) $(id).addEventListener("change", chooseDates);
+  document.addEventListener("click", (ev) => {
+    const b = ev.target.closest && ev.target.closest("button.csv");
+    if (b) downloadCSV($(b.dataset.table), b.dataset.name);
+  });
   $("day").addEventListener("change", () => {
     state.dayChosen = true;
     loadDay();
@@ -496,8 +752,10 @@
   loadStatus();
   setInterval(loadStatus, STATUS_MS);
   setInterval(() => {
-    if (state.windowEnd && Date.now() - state.seriesAt >= RANGES[state.range].refresh) loadSeries();
+    if ((state.windowEnd || state.dates) && Date.now() - state.seriesAt >= chartRange().refresh) loadSeries();
+    if (state.dates && Date.now() - state.panelsAt >= 60000) loadPanels(); // new days are committed, not streamed
   }, 5000);
-  setInterval(() => { if (state.dayChosen || state.windowEnd) loadDay(); }, 60000);
+  setInterval(() => { if (state.dayChosen || state.windowEnd || state.dates) loadDay(); }, 60000);
+  loadBreakdowns();
   loadWidget();
 })();

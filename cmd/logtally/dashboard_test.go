@@ -276,6 +276,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
+	// The default breakdowns' panels, as /api/v1/breakdowns/NAME has them;
+	// none for country, off without --geoip.
+	checkPanels(t, b, m, []string{"status", "hour"}, "")
+	if n := b.eval(t, `String(document.querySelectorAll("[data-breakdown=country]").length)`); n != "0" {
+		t.Errorf("%s panels for country, off without --geoip", n)
+	}
+
 	// Paths and lines from the log are text: both attack paths are shown
 	// as written, and they made no element.
 	paths := evalAs[[]string](t, b, `[...document.querySelectorAll("#live-pages .path")].map(e => e.textContent)`)
@@ -546,6 +553,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	b.waitEval(t, "the chart", `String(document.querySelectorAll("#chart path.line").length)`, "3")
 	b.waitEval(t, "the status", `String(document.querySelectorAll("#files tbody tr").length)`, "1")
 	b.waitEval(t, "the day panel", `String(document.querySelectorAll("#day-pages li").length)`, "10")
+	b.waitEval(t, "the status codes", `String(document.querySelectorAll("#bd-status tbody tr").length > 0)`, "true")
 	b.run(t, chromedp.Sleep(300*time.Millisecond))
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
