@@ -39,6 +39,9 @@
     { name: "not-found", title: "Not found", key: "Path", paths: true },
     { name: "hour", title: "Hour of day", key: "Hour", limit: 24, strip: HOURS },
     { name: "weekday", title: "Day of week", key: "Day", limit: 7, strip: ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] },
+    // A request's time, as the upper bound of its bucket (breakdown.TimeKeys).
+    { name: "request-time", title: "Request time", key: "Up to", limit: 11,
+      strip: ["10ms", "25ms", "50ms", "100ms", "250ms", "500ms", "1s", "2.5s", "5s", "10s", "more"] },
   ];
   const PANEL_LIMIT = 10;
 
