@@ -28,10 +28,7 @@ func TestBreakdownsAfterSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	end := time.Now().UTC().Truncate(time.Minute).Add(-time.Second)
 	lines := breakdownLog(end)
-	texts := make([]string, len(lines))
-	for i, l := range lines {
-		texts[i] = l.text
-	}
+	all := texts(lines)
 	log, mmdb := filepath.Join(dir, "access.log"), countryMMDB(t, dir)
 	args := func(db string) []string {
 		return []string{"--db", filepath.Join(dir, db), "--window-end", "log", "--tz", "UTC", "--flush-lines", "40",
@@ -43,7 +40,7 @@ func TestBreakdownsAfterSIGKILL(t *testing.T) {
 	for life := range lives {
 		d := startDaemon(t, strings.Join(args("db"), " "))
 		next := (life + 1) * len(lines) / lives
-		appendLines(t, log, texts[written:next]...)
+		appendLines(t, log, all[written:next]...)
 		written = next
 		if life == lives-1 {
 			// And once more, killed after it committed everything.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logtally/logtally"
+	"github.com/logtally/logtally/api"
 	"github.com/logtally/logtally/internal/pgtest"
 	"github.com/logtally/logtally/internal/poll"
 )
@@ -23,7 +24,8 @@ import (
 // as named counters are (docs/fleet.md): each node's answers equal a
 // brute-force count of its own lines. The fleet database holds each
 // breakdown's keys per day, summed over the nodes, and its requests per
-// day, as a brute-force count of the whole log gives them.
+// day, as a brute-force count of the whole log gives them; node b was
+// killed with SIGKILL while it counted, and started again.
 func TestBreakdownsFleet(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
@@ -40,8 +42,23 @@ func TestBreakdownsFleet(t *testing.T) {
 			halves[i] = append(halves[i], lines[j])
 			data = append(data, lines[j].text+"\n"...)
 		}
-		n.write(data)
 		t.Cleanup(func() { n.signal(syscall.SIGTERM) })
+		if name == "b" {
+			// Node b is killed while it counts the first half of its lines,
+			// and started again to count them and the rest.
+			part := len(halves[i]) / 2
+			cut := len(strings.Join(texts(halves[i][:part]), "\n")) + 1
+			n.write(data[:cut])
+			n.start()
+			poll.Until(t, "node b to read", func() bool {
+				var st api.Status
+				code, err := n.get("/api/v1/status", &st)
+				return err == nil && code == http.StatusOK && st.Lines.Read > 0
+			})
+			n.signal(syscall.SIGKILL)
+			data = data[cut:]
+		}
+		n.write(data)
 		n.start()
 		nodes = append(nodes, n)
 	}
@@ -81,6 +98,15 @@ func TestBreakdownsFleet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// texts returns the lines' texts.
+func texts(lines []bdLine) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l.text
+	}
+	return out
 }
 
 // fleetBreakdownDay returns what the fleet database holds of breakdown
