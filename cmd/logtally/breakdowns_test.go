@@ -185,11 +185,11 @@ type bdAnswer struct {
 	} `json:"items"`
 }
 
-// breakdownAnswer returns the keys of GET /api/v1/breakdowns/NAME?query,
-// and the body as it came.
-func breakdownAnswer(t *testing.T, m *Main, name, query string) (map[string]bdCount, bdAnswer, string) {
+// breakdownAnswer returns the keys of GET /api/v1/breakdowns/NAME?query
+// from the API at base, and the body as it came.
+func breakdownAnswer(t *testing.T, base, name, query string) (map[string]bdCount, bdAnswer, string) {
 	t.Helper()
-	code, body := get(t, m, "/api/v1/breakdowns/"+name+"?limit=1000"+query)
+	code, body := getURLBody(t, base+"/api/v1/breakdowns/"+name+"?limit=1000"+query)
 	if code != 200 {
 		t.Fatalf("breakdown %s%s: %d %s", name, query, code, body)
 	}
@@ -204,6 +204,69 @@ func breakdownAnswer(t *testing.T, m *Main, name, query string) (map[string]bdCo
 		got[it.Key] = bdCount{it.Count, it.Visitors}
 	}
 	return got, a, body
+}
+
+// mainURL is the URL of m's API.
+func mainURL(m *Main) string { return "http://" + m.Addr() }
+
+// bdDays returns the first and last day of breakdownLog(end).
+func bdDays(end time.Time) (first, last time.Time) {
+	return end.Add(-26 * time.Hour).Truncate(24 * time.Hour), end.Truncate(24 * time.Hour)
+}
+
+// waitBreakdowns waits until the API at base has committed every line
+// of lines, and published its window of them.
+func waitBreakdowns(t *testing.T, base string, lines []bdLine, end time.Time) {
+	t.Helper()
+	first, last := bdDays(end)
+	poll.Until(t, "every line committed, and the windows published", func() bool {
+		got, _, _ := breakdownAnswer(t, base, "status", "&from="+first.Format(time.DateOnly)+"&to="+last.Format(time.DateOnly))
+		var n int64
+		for _, c := range got {
+			n += c.count
+		}
+		win, a, _ := breakdownAnswer(t, base, "status", "")
+		return n == int64(len(lines)) && maps.Equal(win, bruteForce(lines, "status", a.From, a.To))
+	})
+}
+
+// checkBreakdowns checks each breakdown's answers at base, for the last
+// day of breakdownLog(end), over all its days and in the live window,
+// against a brute-force count of lines, and against the answers of an
+// uninterrupted run at want, byte for byte.
+func checkBreakdowns(t *testing.T, lines []bdLine, end time.Time, base, want string) {
+	t.Helper()
+	first, last := bdDays(end)
+	day1, day2 := first.Format(time.DateOnly), last.Format(time.DateOnly)
+	for _, name := range strings.Split(allBreakdowns, ",") {
+		t.Run(name, func(t *testing.T) {
+			for _, c := range []struct {
+				what, query string
+				from, to    time.Time
+			}{
+				{"day", "&from=" + day2 + "&to=" + day2, last, last.Add(24*time.Hour - time.Second)},
+				{"range", "&from=" + day1 + "&to=" + day2, first, last.Add(24*time.Hour - time.Second)},
+			} {
+				got, a, body := breakdownAnswer(t, base, name, c.query)
+				if wantKeys := countsOnly(bruteForce(lines, name, c.from, c.to)); !maps.Equal(got, wantKeys) {
+					t.Errorf("%s: got %v\nwant %v", c.what, got, wantKeys)
+				}
+				if a.Exact == nil || !*a.Exact || a.Other == nil || *a.Other != 0 {
+					t.Errorf("%s: exact %v, other %v; want exact and nothing other: %s", c.what, a.Exact, a.Other, body)
+				}
+				if _, _, wantBody := breakdownAnswer(t, want, name, c.query); body != wantBody {
+					t.Errorf("%s:\n%s\nuninterrupted:\n%s", c.what, body, wantBody)
+				}
+			}
+			got, a, body := breakdownAnswer(t, base, name, "")
+			if wantKeys := bruteForce(lines, name, a.From, a.To); !maps.Equal(got, wantKeys) {
+				t.Errorf("window %s..%s: got %v\nwant %v", a.FromS, a.ToS, got, wantKeys)
+			}
+			if _, _, wantBody := breakdownAnswer(t, want, name, ""); body != wantBody {
+				t.Errorf("window:\n%s\nuninterrupted:\n%s", body, wantBody)
+			}
+		})
+	}
 }
 
 // countsOnly drops the visitors, which a range does not give.
@@ -248,48 +311,10 @@ func TestBreakdownsExact(t *testing.T) {
 	poll.Until(t, "the rest read", func() bool { return m.pipeline().Lines() == int64(len(lines)-half) })
 	whole := start(t, clk.Now, args("db2")...)
 	poll.Until(t, "an uninterrupted run to read all", func() bool { return whole.pipeline().Lines() == int64(len(lines)) })
-	day1, day2 := end.AddDate(0, 0, -1).Format(time.DateOnly), end.Format(time.DateOnly)
 	for _, d := range []*Main{m, whole} {
-		poll.Until(t, "every line committed, and the windows published", func() bool {
-			got, _, _ := breakdownAnswer(t, d, "status", "&from="+day1+"&to="+day2)
-			var n int64
-			for _, c := range got {
-				n += c.count
-			}
-			win, a, _ := breakdownAnswer(t, d, "status", "")
-			return n == int64(len(lines)) && maps.Equal(win, bruteForce(lines, "status", a.From, a.To))
-		})
+		waitBreakdowns(t, mainURL(d), lines, end)
 	}
-	dayStart := end.Truncate(24 * time.Hour)
-	for _, name := range strings.Split(allBreakdowns, ",") {
-		t.Run(name, func(t *testing.T) {
-			for _, c := range []struct {
-				what, query string
-				from, to    time.Time
-			}{
-				{"day", "&from=" + day2 + "&to=" + day2, dayStart, dayStart.Add(24*time.Hour - time.Second)},
-				{"range", "&from=" + day1 + "&to=" + day2, dayStart.AddDate(0, 0, -1), dayStart.Add(24*time.Hour - time.Second)},
-			} {
-				got, a, body := breakdownAnswer(t, m, name, c.query)
-				if want := countsOnly(bruteForce(lines, name, c.from, c.to)); !maps.Equal(got, want) {
-					t.Errorf("%s: got %v\nwant %v", c.what, got, want)
-				}
-				if a.Exact == nil || !*a.Exact || a.Other == nil || *a.Other != 0 {
-					t.Errorf("%s: exact %v, other %v; want exact and nothing other: %s", c.what, a.Exact, a.Other, body)
-				}
-				if _, _, want := breakdownAnswer(t, whole, name, c.query); body != want {
-					t.Errorf("%s after a restart:\n%s\nuninterrupted:\n%s", c.what, body, want)
-				}
-			}
-			got, a, body := breakdownAnswer(t, m, name, "")
-			if want := bruteForce(lines, name, a.From, a.To); !maps.Equal(got, want) {
-				t.Errorf("window %s..%s: got %v\nwant %v", a.FromS, a.ToS, got, want)
-			}
-			if _, _, want := breakdownAnswer(t, whole, name, ""); body != want {
-				t.Errorf("window after a restart:\n%s\nuninterrupted:\n%s", body, want)
-			}
-		})
-	}
+	checkBreakdowns(t, lines, end, mainURL(m), mainURL(whole))
 }
 
 // replay counts each breakdown as run does, and report's JSON gives each
