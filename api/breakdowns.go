@@ -100,6 +100,9 @@ func (s *Server) breakdownTop(w http.ResponseWriter, r *request) error {
 	if s.deps.Breakdowns == nil {
 		return errNoBreakdowns
 	}
+	if r.has("site") {
+		return invalid("breakdowns count every site together, as named counters do: a site's are not counted apart; drop ?site=")
+	}
 	name := mux.Vars(r.Request)["name"]
 	list := s.deps.Breakdowns.BreakdownList()
 	i := slices.IndexFunc(list, func(b Breakdown) bool { return b.Name == name })

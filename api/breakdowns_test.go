@@ -44,6 +44,7 @@ func TestBreakdownTop(t *testing.T) {
 		{"/api/v1/breakdowns/click", 404, "", "add click to --breakdowns"},
 		{"/api/v1/breakdowns/nope", 404, "", "GET /api/v1/breakdowns lists them"},
 		{"/api/v1/breakdowns/show?limit=0", 400, "", "limit"},
+		{"/api/v1/breakdowns/show?site=a.example", 400, "", "breakdowns count every site together"},
 	} {
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.target, nil))
