@@ -277,6 +277,13 @@ func TestNodeExactlyOnceAcrossImmediateStop(t *testing.T) {
 		locals[i] = localStore(t)
 		nodes[i] = startNode(t, srv.URL(), nodeName(i), locals[i])
 	}
+	t.Cleanup(func() { // what a node was doing, if it never shipped everything
+		if t.Failed() {
+			for i, n := range nodes {
+				t.Logf("%s: %+v", nodeName(i), n.Stats())
+			}
+		}
+	})
 	commit := func(from, to int) {
 		for i := range nodes {
 			for _, b := range w.batches[i][from:to] {

@@ -216,15 +216,9 @@ func (b *Batch) AddNumbered(h *logtally.Hit, id int32, live bool) {
 }
 
 func (c *Delta) hit(h *logtally.Hit, path int32) {
-	c.Requests++
-	c.Bytes += h.Bytes
-	if h.Status >= 100 && h.Status < 600 {
-		c.Status[h.Status/100-1]++
-	}
+	c.view(h, path)
 	if h.PageView {
-		c.PageViews++
 		c.Visitors = append(c.Visitors, h.Visitor)
-		c.Views = append(c.Views, path)
 	}
 }
 
