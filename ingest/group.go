@@ -9,7 +9,9 @@ import (
 
 // A group is a set of named counters that count some lines under the same
 // key: declared apart (another method list, another status filter, another
-// pattern), they still count those lines alike. Such a line is counted
+// pattern), they still count those lines alike. (Matcher.Match reports
+// the same pattern's counters together; matches under another pattern
+// join a group when their keys are equal too.) Such a line is counted
 // once, in the group's batch, instead of once in each counter's: what
 // makes fifty counters that match every line cost little more than one.
 //
@@ -17,8 +19,11 @@ import (
 // lie in one batch is committed as that batch, under its name (as
 // counters that count the same are, tally.Batch.SetAlso); one whose lines
 // lie in several (its own and a group's, or two groups') has the groups'
-// merged into its own batch first, which costs what counting it apart
-// does. The live loop's windows stay each counter's own.
+// merged into its own batch first, once for all the counters whose lines
+// lie in the same batches, which costs what counting it apart does. The
+// store keeps one history for counters that have counted alike
+// (storage/share_commit.go), and the live loop one window
+// (ingest/live/classes.go).
 type group struct {
 	site    *Site   // the batch of the group's lines
 	members []int32 // the counters, ascending; each counts as itself (counter.Matcher.Same)
