@@ -9,9 +9,8 @@ import (
 
 // A group is a set of named counters that count some lines under the same
 // key: declared apart (another method list, another status filter, another
-// pattern), they still count those lines alike. (Matcher.Match reports
-// the same pattern's counters together; matches under another pattern
-// join a group when their keys are equal too.) Such a line is counted
+// pattern whose captures give the same key), they still count those
+// lines alike. Such a line is counted
 // once, in the group's batch, instead of once in each counter's: what
 // makes fifty counters that match every line cost little more than one.
 //
