@@ -10,9 +10,9 @@ import (
 // A group is a set of named counters that count some lines under the same
 // key: declared apart (another method list, another status filter, another
 // pattern whose captures give the same key), they still count those
-// lines alike. Such a line is counted
-// once, in the group's batch, instead of once in each counter's: what
-// makes fifty counters that match every line cost little more than one.
+// lines alike. Such a line is counted once, in the group's batch, instead
+// of once in each counter's: what makes fifty counters that match every
+// line cost little more than one.
 //
 // At each commit (Pending), a counter whose lines since the last one all
 // lie in one batch is committed as that batch, under its name (as
