@@ -102,12 +102,24 @@ func (s *Store) applyEntries(ctx context.Context, node Ident, es []Entry, lazy b
 }
 
 // Fence returns once every commit of node's batches that applyEntries
-// reported is durable: a commit that waits for the disk makes durable all
-// that was written to the log before it. A node deletes entries from its
-// outbox only after it.
-func (s *Store) Fence(ctx context.Context, node Ident) error {
-	if _, err := s.pool.Exec(ctx, "UPDATE logtally.nodes SET seen_at = now() WHERE id = $1", node.ID); err != nil {
+// reported, through batch acked, is durable: a commit that waits for the
+// disk makes durable all that was written to the log before it. A node
+// deletes entries from its outbox only after it.
+//
+// The fleet database may have crashed between those commits and this one,
+// losing them: a restarted server fences nothing of what its crash lost.
+// So the same commit reads the node's cursor, and Fence fails, wrapping
+// ErrGap, when it is short of acked: the node must send those batches
+// again, and keep them until then.
+func (s *Store) Fence(ctx context.Context, node Ident, acked uint64) error {
+	var last int64
+	err := s.pool.QueryRow(ctx, "UPDATE logtally.nodes SET seen_at = now() WHERE id = $1 RETURNING last_seq", node.ID).Scan(&last)
+	if err != nil {
 		return fmt.Errorf("fleet: fence %s: %w", node.Name, err)
+	}
+	if uint64(last) < acked {
+		return fmt.Errorf("fleet: fence %s: the fleet database holds its batches through %d, not the %d it acknowledged "+
+			"(it lost commits in a crash): %w", node.Name, last, acked, ErrGap)
 	}
 	return nil
 }

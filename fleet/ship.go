@@ -176,7 +176,7 @@ func (sh *shipment) flush() error {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), fenceTimeout)
-	err := sh.st.Fence(ctx, sh.node)
+	err := sh.st.Fence(ctx, sh.node, sh.acked)
 	cancel()
 	if err != nil {
 		return err
