@@ -120,8 +120,8 @@ func UnescapeText(s string) []byte {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+3 < len(s) && s[i+1] == 'x' {
-			hi, ok1 := fromHex(s[i+2])
-			lo, ok2 := fromHex(s[i+3])
+			hi, ok1 := HexDigit(s[i+2])
+			lo, ok2 := HexDigit(s[i+3])
 			if ok1 && ok2 {
 				out = append(out, hi<<4|lo)
 				i += 3
@@ -133,8 +133,9 @@ func UnescapeText(s string) []byte {
 	return out
 }
 
-// fromHex returns the value of a hex digit, either case.
-func fromHex(c byte) (byte, bool) {
+// HexDigit returns the value of a hex digit, either case, and whether c is
+// one: what decodes a \xHH here and a %HH in a query (package breakdown).
+func HexDigit(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':
 		return c - '0', true

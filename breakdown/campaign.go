@@ -85,8 +85,8 @@ func appendCampaignValue(dst, v []byte) ([]byte, bool) {
 		case c == '+':
 			c = ' '
 		case c == '%' && i+2 < len(v):
-			hi, ok1 := unhex(v[i+1])
-			lo, ok2 := unhex(v[i+2])
+			hi, ok1 := logtally.HexDigit(v[i+1])
+			lo, ok2 := logtally.HexDigit(v[i+2])
 			if ok1 && ok2 {
 				c = hi<<4 | lo
 				i += 2
@@ -116,17 +116,4 @@ func cutUTF8(b []byte, n int) []byte {
 		i += size
 	}
 	return b[:i]
-}
-
-// unhex returns the value of a hex digit, either case.
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
