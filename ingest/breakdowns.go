@@ -78,8 +78,6 @@ func (rt *router) addBreakdowns(d *breakdown.Deriver) error {
 	}
 	for _, b := range d.Breakdowns() {
 		s := newSite(logtally.BreakdownSite(b.String()), len(rt.counters), true)
-		s.keysOnly = true
-		s.Batch.SetKeysOnly(true)
 		if rt.newSite != nil {
 			if err := rt.newSite(s); err != nil {
 				return fmt.Errorf("breakdown %s: %w", b, err)

@@ -15,10 +15,7 @@ type Site struct {
 	id      int  // index in the sites, or for a counter in the counters
 	counter bool // a named counter's
 	other   bool // logtally.OtherSite, which counts the sites past MaxSites
-	// keysOnly, for a breakdown's, keeps no visitors in its minutes
-	// (tally.Batch.SetKeysOnly).
-	keysOnly bool
-	inBatch  bool // Batch holds lines: the site is among the touched
+	inBatch bool // Batch holds lines: the site is among the touched
 	// also are the sites of the counters that count the same as this
 	// one, whose lines its batch holds too (see tally.Batch.SetAlso).
 	also []string
@@ -29,9 +26,8 @@ type Site struct {
 // NewBatch returns an empty batch of the site's, to put in the place of
 // one handed to a commit.
 func (s *Site) NewBatch() *tally.Batch {
-	b := tally.NewSiteBatch(s.name)
+	b := siteBatch(s.name)
 	b.SetAlso(s.also)
-	b.SetKeysOnly(s.keysOnly)
 	return b
 }
 
@@ -62,5 +58,13 @@ func (c *Core) SiteStats() SiteStats {
 
 // newSite returns an empty site.
 func newSite(name string, id int, counter bool) *Site {
-	return &Site{Batch: tally.NewSiteBatch(name), name: name, id: id, counter: counter, other: name == logtally.OtherSite}
+	return &Site{Batch: siteBatch(name), name: name, id: id, counter: counter, other: name == logtally.OtherSite}
+}
+
+// siteBatch returns an empty batch of the site called name: a breakdown's
+// keeps no visitors in its minutes (tally.Batch.SetKeysOnly).
+func siteBatch(name string) *tally.Batch {
+	b := tally.NewSiteBatch(name)
+	b.SetKeysOnly(logtally.IsBreakdownSite(name))
+	return b
 }
