@@ -24,6 +24,7 @@ func (c *Core) Apply(r *Result) {
 			c.AddToSite(s, h, false)
 		}
 	}
+	c.applyTallies(r)
 	c.ApplyLines(r, int64(len(r.Hits)))
 }
 

@@ -17,7 +17,9 @@ import (
 // their keys are derived on the parsing goroutines, and their batches keep
 // no visitor in their minutes (tally.Batch.SetKeysOnly), for a range of a
 // breakdown's history is answered from its keys' counts by day; the live
-// window counts their visitors, from its seconds.
+// window counts their visitors, from its seconds. A replay, which needs of
+// them only a count by key and minute, has the parsers tally them so
+// (tallies.go) rather than match them hit by hit.
 //
 // A page view, a person's visit, is broken down by every breakdown on; a
 // line that is no page view only by those that count every request
@@ -28,17 +30,18 @@ type lineBreakdowns struct {
 	deriver *breakdown.Deriver // nil: none on
 	list    []breakdown.Breakdown
 	first   int32 // the counter number of list[0]: the declared counters' count
-	// visitors gives a line that is no page view its visitor, for the live
-	// windows' visitors per key (Config.BreakdownVisitors).
-	visitors bool
+	// hitByHit gives each hit its keys as matches, and a line that is no
+	// page view its visitor, for the live windows' visitors per key;
+	// without it the keys are tallied by minute (Config.HitByHit).
+	hitByHit bool
 }
 
 // init sets the breakdowns of d (nil for none), numbered from first.
-func (lb *lineBreakdowns) init(d *breakdown.Deriver, first int, visitors bool) {
+func (lb *lineBreakdowns) init(d *breakdown.Deriver, first int, hitByHit bool) {
 	if d == nil || len(d.Breakdowns()) == 0 {
 		return
 	}
-	*lb = lineBreakdowns{deriver: d, list: d.Breakdowns(), first: int32(first), visitors: visitors}
+	*lb = lineBreakdowns{deriver: d, list: d.Breakdowns(), first: int32(first), hitByHit: hitByHit}
 }
 
 // breakdown derives the breakdowns' keys of the last hit of r, and adds a
@@ -56,7 +59,7 @@ func (lp *lineParser) breakdown(rec *parser.Record, r *Result, sc *Scratch, visi
 	added := false
 	for j, b := range lb.list {
 		key, ok := k.Key(b)
-		if !ok {
+		if !ok || !lb.hitByHit && r.tally(j, lb.first+int32(j), key, h) {
 			continue
 		}
 		start := len(r.keys)
@@ -65,7 +68,7 @@ func (lp *lineParser) breakdown(rec *parser.Record, r *Result, sc *Scratch, visi
 			end: int32(len(r.keys))})
 		added = true
 	}
-	if added && !h.PageView && !visited && lb.visitors {
+	if added && !h.PageView && !visited && lb.hitByHit {
 		h.Visitor = lp.classifier.Visitor(rec)
 	}
 }

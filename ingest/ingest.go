@@ -47,11 +47,15 @@ type Config struct {
 	// window's; replay, which has none, takes --max-skew.
 	MaxSkew   time.Duration
 	NoSamples bool // do not keep the last rejected lines (run's --no-samples)
-	// BreakdownVisitors gives a line that is no page view its visitor when
-	// a breakdown counts it (status, not-found): the live loop's windows
-	// count each key's distinct visitors. Replay, which keeps no window
-	// and stores no visitor of a breakdown, spares the hash.
-	BreakdownVisitors bool
+	// HitByHit says that results are applied hit by hit, each judged
+	// against live windows (the live loop): a breakdown's key then comes
+	// with each hit, as a match, and a line that is no page view is given
+	// its visitor when a breakdown counts it (status, not-found), for the
+	// windows count each key's distinct visitors. Without it (replay,
+	// which applies a result whole, keeps no window and stores no visitor
+	// of a breakdown), the parsers count a chunk's breakdown keys by key
+	// and minute as they derive them (see tallies.go), and spare the hash.
+	HitByHit bool
 	// ShowRejected keeps the samples of rejected lines as they were read
 	// rather than redacted (run's --show-rejected-lines); the log's are
 	// redacted still.
@@ -202,7 +206,7 @@ func New(cfg Config, deps Deps) (*Core, error) {
 	if deps.Counters != nil {
 		declared = len(deps.Counters.Counters())
 	}
-	c.parse.breakdowns.init(deps.Breakdowns, declared, cfg.BreakdownVisitors)
+	c.parse.breakdowns.init(deps.Breakdowns, declared, cfg.HitByHit)
 	c.Counts.init(deps.Counters, len(c.parse.breakdowns.list))
 	if err := c.router.init(cfg, deps); err != nil {
 		return nil, err

@@ -99,6 +99,9 @@ func (c *Core) Parse(ch tailer.Chunk, sc *Scratch, r *Result) {
 	r.rejected[longLineIdx] = int64(ch.Skipped)
 	rec := &sc.rec
 	sc.paths.reset()
+	if lp.breakdowns.deriver != nil && !lp.breakdowns.hitByHit {
+		r.tallies.reset(len(lp.breakdowns.list))
+	}
 	data := ch.Data
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')

@@ -38,6 +38,7 @@ type matching struct {
 	scratch []counter.Match // the matcher's
 	setKey  []byte          // the counters of a key, as counterSet.key
 	sets    map[string]*counterSet
+	tallies keyTallies // a replay's breakdown keys, by minute (see tallies.go)
 }
 
 // Match is a key a hit is counted under by one named counter, or by a set

@@ -215,6 +215,61 @@ func (b *Batch) AddNumbered(h *logtally.Hit, id int32, live bool) {
 	b.last = max(b.last, h.Time)
 }
 
+// Views is what n hits outside the live window add to a keys-only
+// batch's minute beyond their path: how many they are, their bytes, their
+// statuses by class (as Delta.Status) and the newest one's second.
+type Views struct {
+	N, Bytes int64
+	Status   [5]int64
+	Last     int64
+}
+
+// Count adds hit h to v.
+func (v *Views) Count(h *logtally.Hit) {
+	v.N++
+	v.Bytes += h.Bytes
+	if h.Status >= 100 && h.Status < 600 {
+		v.Status[h.Status/100-1]++
+	}
+	v.Last = max(v.Last, h.Time)
+}
+
+// AddViews adds v.N page views of path in minute, as many calls of Add
+// outside the live window would (not in the live window: no second is
+// kept), in one step. It is for a keys-only batch (SetKeysOnly), whose
+// minutes keep no visitor, so that n page views of a key in a minute are
+// all that n hits tell it: a replay adds a breakdown's keys so, counted
+// by key and minute as their lines were parsed. It panics on a batch that
+// keeps visitors, which the hits' visitors would be missing from.
+func (b *Batch) AddViews(minute int64, path []byte, v *Views) {
+	if !b.keysOnly {
+		panic("tally: AddViews on a batch that keeps visitors")
+	}
+	if v.N <= 0 {
+		return
+	}
+	id := b.PathNumber(path)
+	m := b.lastMinuteC
+	if m == nil || minute != b.lastMinute {
+		if m = b.minutes[minute]; m == nil {
+			m = b.newCounts()
+			b.minutes[minute] = m
+		}
+		b.lastMinute, b.lastMinuteC = minute, m
+	}
+	m.Requests += v.N
+	m.PageViews += v.N
+	m.Bytes += v.Bytes
+	for i, n := range v.Status {
+		m.Status[i] += n
+	}
+	m.Views = slices.Grow(m.Views, int(v.N))
+	for range v.N {
+		m.Views = append(m.Views, id)
+	}
+	b.last = max(b.last, v.Last)
+}
+
 func (c *Delta) hit(h *logtally.Hit, path int32) {
 	c.view(h, path)
 	if h.PageView {

@@ -3,6 +3,7 @@ package tally
 import (
 	"github.com/logtally/logtally"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -218,4 +219,61 @@ func TestBatchKeysOnly(t *testing.T) {
 func equalDelta(a, b delta) bool {
 	return a.Requests == b.Requests && a.PageViews == b.PageViews && a.Bytes == b.Bytes && a.Rejected == b.Rejected &&
 		a.Status == b.Status && slices.Equal(a.Visitors, b.Visitors) && slices.Equal(a.Views, b.Views)
+}
+
+// Adding a keys-only batch's hits as views counted by key and minute
+// (AddViews) stores what adding them one by one does, whatever their
+// order: the same minutes, counts and views of each key.
+func TestBatchAddViewsIsAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := []string{"200", "304", "404", "500", "12", "a-longer-key-than-eight"}
+	one, tallied := NewSiteBatch("breakdown:status"), NewSiteBatch("breakdown:status")
+	one.SetKeysOnly(true)
+	tallied.SetKeysOnly(true)
+	type at struct {
+		minute int64
+		key    string
+	}
+	views := map[at]*Views{}
+	for range 5000 {
+		h := hit(rng.Int64N(600)-60, keys[rng.IntN(len(keys))], 100+rng.IntN(520), 0)
+		h.PageView, h.Bytes = true, rng.Int64N(1000)
+		one.Add(h, false)
+		k := at{logtally.FloorDiv(h.Time, 60), string(h.Path)}
+		if views[k] == nil {
+			views[k] = &Views{}
+		}
+		views[k].Count(h)
+	}
+	for k, v := range views {
+		tallied.AddViews(k.minute, []byte(k.key), v)
+	}
+	sorted := func(m map[int64]delta) map[int64]delta {
+		for k, d := range m {
+			slices.Sort(d.Views)
+			m[k] = d
+		}
+		return m
+	}
+	got, want := sorted(collect(tallied, tallied.Minutes())), sorted(collect(one, one.Minutes()))
+	if !maps.EqualFunc(got, want, equalDelta) {
+		t.Errorf("minutes by AddViews:\n got %+v\nwant %+v", got, want)
+	}
+	if got, want := tallied.last, one.last; got != want {
+		t.Errorf("newest second %d, want %d", got, want)
+	}
+	if n := len(collect(tallied, tallied.Seconds())); n != 0 {
+		t.Errorf("AddViews kept %d seconds, want none", n)
+	}
+}
+
+// AddViews refuses a batch that keeps visitors: its minutes would lack
+// the hits' visitors.
+func TestBatchAddViewsNeedsKeysOnly(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("AddViews on a batch that keeps visitors did not panic")
+		}
+	}()
+	NewBatch().AddViews(1, []byte("/"), &Views{N: 1})
 }

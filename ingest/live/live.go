@@ -141,8 +141,9 @@ func New(cfg Config, deps Deps) (*Loop, error) {
 	// The window's end is what a line is judged by: a line further ahead
 	// of the clock than it holds is rejected as it is parsed.
 	cfg.Ingest.MaxSkew = l.wins.all.MaxSkew()
-	// The windows count each breakdown key's distinct visitors.
-	cfg.Ingest.BreakdownVisitors = true
+	// The windows judge hits one by one, and count each breakdown key's
+	// distinct visitors.
+	cfg.Ingest.HitByHit = true
 	deps.NewSite = l.wins.newSite
 	core, err := ingest.New(cfg.Ingest, deps.Deps)
 	if err != nil {
