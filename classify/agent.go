@@ -2,6 +2,7 @@ package classify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -119,8 +120,41 @@ func containsFold(s, token []byte) bool {
 // the older is copied into the newer. So a flood of distinct agents costs
 // one telling each and bounded memory, and the agents of the log's people
 // and crawlers, seen again and again, stay remembered through it.
+//
+// In front of them a few agents are kept in place, each in the slot a
+// glance at its length and two of its words picks (recentAgents): the
+// handful of agents that make most of a log then cost a compare, not a
+// hash of a hundred bytes and a map lookup.
 type Memo struct {
 	bots, older map[string]bool
+	recent      *recentAgents
+}
+
+// recentAgents is a Memo's agents kept in place, by slot.
+type recentAgents [recentSlots]struct {
+	n   int // length of the agent in b; 0: none
+	bot bool
+	b   [memoAgentMax]byte
+}
+
+// recentSlots is how many agents a Memo keeps in place: 32 KiB.
+const recentSlots = 64
+
+// recentSlot picks ua's slot from its length and its 8 bytes at the middle
+// and at the end, where agents differ: a browser's version, a crawler's
+// name.
+func recentSlot(ua []byte) int {
+	x := uint64(len(ua))
+	if len(ua) >= 8 {
+		mid := len(ua) / 2
+		if mid+8 > len(ua) {
+			mid = len(ua) - 8
+		}
+		x ^= binary.LittleEndian.Uint64(ua[mid:]) ^ binary.LittleEndian.Uint64(ua[len(ua)-8:])*0x9e3779b97f4a7c15
+	}
+	x ^= x >> 29
+	x *= 0xbf58476d1ce4e5b9
+	return int(x>>32) % recentSlots
 }
 
 // memoSize is the most agents a generation of a Memo holds, and
@@ -134,9 +168,23 @@ const (
 
 // botMemo is bot, remembered in memo.
 func (r *Classifier) botMemo(ua []byte, memo *Memo) bool {
-	if memo == nil || len(ua) > memoAgentMax {
+	if memo == nil || len(ua) > memoAgentMax || len(ua) == 0 {
 		return r.agents.bot(ua)
 	}
+	if memo.recent == nil {
+		memo.recent = new(recentAgents)
+	}
+	slot := &memo.recent[recentSlot(ua)]
+	if slot.n == len(ua) && string(slot.b[:slot.n]) == string(ua) {
+		return slot.bot
+	}
+	v := r.botRemembered(ua, memo)
+	slot.n, slot.bot = copy(slot.b[:], ua), v
+	return v
+}
+
+// botRemembered is bot, remembered in memo's generations.
+func (r *Classifier) botRemembered(ua []byte, memo *Memo) bool {
 	if v, ok := memo.bots[string(ua)]; ok {
 		return v
 	}

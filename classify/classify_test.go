@@ -296,6 +296,31 @@ func TestMemoAgreesWithClassify(t *testing.T) {
 	}
 }
 
+// TestMemoTellsAgentsOfOneLengthApart: agents of the same length, people's
+// and crawlers' in turn, share the memo's slots kept in place; each keeps
+// its own verdict.
+func TestMemoTellsAgentsOfOneLengthApart(t *testing.T) {
+	r := mustNew(t, DefaultConfig())
+	var memo Memo
+	views := 0
+	for i := range 4 * recentSlots {
+		for _, ua := range []string{fmt.Sprintf("Mozilla/%05d", i), fmt.Sprintf("Googlebot%04d", i)} {
+			rec := &parser.Record{Host: []byte("192.0.2.1"), Time: t0, Method: []byte("GET"), Path: []byte("/a"), Status: 200,
+				UserAgent: []byte(ua)}
+			got, want := r.ClassifyWith(rec, &memo), r.Classify(rec)
+			if got.PageView != want.PageView {
+				t.Fatalf("agent %q: page view %v with a memo, %v without", ua, got.PageView, want.PageView)
+			}
+			if want.PageView {
+				views++
+			}
+		}
+	}
+	if views != 4*recentSlots {
+		t.Fatalf("%d page views of %d agents, want half: the agents do not test both verdicts", views, 8*recentSlots)
+	}
+}
+
 // TestVisitorIsSipHash pins the visitor hash to SipHash-2-4 under the
 // day's key, with the reference vector of the SipHash paper (key 00..0f,
 // message 00..0e): a change of the hash would split every stored day's
