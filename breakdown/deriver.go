@@ -140,7 +140,7 @@ func (d *Deriver) Derive(r *parser.Record, m *Memo, k *Keys) {
 		k.addBytes(NotFound, cutEscaped(r.Path, MaxPath))
 	}
 	if d.on&clockSet != 0 {
-		d.clock(r.Time, k)
+		d.clock(r.Time, m, k)
 	}
 	d.add(k, RequestTime, timeBucket(r.RequestTime))
 }
@@ -254,9 +254,8 @@ var statuses = func() (s [500]string) {
 
 // clock adds the hour and weekday of t in the Deriver's zone, from one
 // lookup of the zone's offset.
-func (d *Deriver) clock(t time.Time, k *Keys) {
-	_, offset := t.In(d.loc).Zone()
-	sec := t.Unix() + int64(offset)
+func (d *Deriver) clock(t time.Time, m *Memo, k *Keys) {
+	sec := t.Unix() + m.zone.offset(t, d.loc)
 	day := logtally.FloorDiv(sec, 86400)
 	d.add(k, Hour, hours[(sec-day*86400)/3600])
 	// 1 January 1970 was a Thursday.

@@ -1,6 +1,9 @@
 package breakdown
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -217,4 +220,42 @@ func TestDeriveConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestHourAcrossZoneChanges: a memo that remembers the zone's period of
+// the line before gives each line the hour and weekday of its own period,
+// whether lines come in order across a change of offset or jump about.
+func TestHourAcrossZoneChanges(t *testing.T) {
+	for _, zone := range []string{"Europe/Paris", "America/St_Johns", "Australia/Lord_Howe", "UTC"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := New(Config{Breakdowns: []string{"hour", "weekday"}}, Deps{Location: loc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var times []time.Time
+		for _, day := range []time.Time{time.Date(2026, 3, 28, 0, 0, 0, 0, time.UTC), time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC),
+			time.Date(2026, 10, 24, 0, 0, 0, 0, time.UTC)} {
+			for s := 0; s < 4*86400; s += 599 {
+				times = append(times, day.Add(time.Duration(s)*time.Second))
+			}
+		}
+		rng := rand.New(rand.NewPCG(1, 1))
+		shuffled := slices.Clone(times)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		for _, order := range [][]time.Time{times, shuffled} {
+			var m Memo
+			var k Keys
+			for _, ts := range order {
+				d.Derive(line{status: 200, time: ts}.record(), &m, &k)
+				lt := ts.In(loc)
+				want := fmt.Sprintf("hour=%02d weekday=%s", lt.Hour(), strings.ToLower(lt.Weekday().String()[:3]))
+				if got := keysOf(&k); got != want {
+					t.Fatalf("%s, %s: %s, want %s", zone, ts, got, want)
+				}
+			}
+		}
+	}
 }

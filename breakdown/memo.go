@@ -1,5 +1,10 @@
 package breakdown
 
+import (
+	"math"
+	"time"
+)
+
 // Memo is what one goroutine remembers of the lines it has seen, so that
 // a line like those before costs a lookup or a compare: the agents and
 // client networks seen lately (at most 4,096 of each, about 2.5 MiB at
@@ -12,6 +17,36 @@ type Memo struct {
 	agents agentCache
 	nets   netCache
 	ref    refMemo
+	zone   zoneMemo
+}
+
+// zoneMemo remembers the offset of the zone's period that the line before
+// fell in, and that period's bounds: a zone changes its offset a few
+// times a year, and asking time for it costs a search of the zone's
+// transitions every line.
+type zoneMemo struct {
+	ok       bool
+	from, to int64 // the period, unix seconds [from, to)
+	off      int64 // its offset east of UTC, seconds
+}
+
+// offset returns the offset of loc at t.
+func (z *zoneMemo) offset(t time.Time, loc *time.Location) int64 {
+	sec := t.Unix()
+	if z.ok && z.from <= sec && sec < z.to {
+		return z.off
+	}
+	lt := t.In(loc)
+	_, off := lt.Zone()
+	start, end := lt.ZoneBounds()
+	*z = zoneMemo{ok: true, from: math.MinInt64, to: math.MaxInt64, off: int64(off)}
+	if !start.IsZero() {
+		z.from = start.Unix()
+	}
+	if !end.IsZero() {
+		z.to = end.Unix()
+	}
+	return z.off
 }
 
 // refMemoMax is the longest Referer that a refMemo remembers: a longer one
