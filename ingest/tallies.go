@@ -22,10 +22,34 @@ import (
 // keyTally is what a chunk's hits count under one key of one breakdown in
 // one minute.
 type keyTally struct {
-	counter    int32 // the breakdown's counter number
-	start, end int32 // the key, in Result.keys
-	minute     int64 // unix minute
+	counter    int32  // the breakdown's counter number
+	start, end int32  // the key, in Result.keys
+	minute     int64  // unix minute
+	short      uint64 // a key of up to 8 bytes, as shortKey reads it
 	views      tally.Views
+}
+
+// is reports whether t is of key in minute; short is shortKey(key).
+func (t *keyTally) is(minute int64, key []byte, short uint64, r *Result) bool {
+	if t.minute != minute || int(t.end-t.start) != len(key) {
+		return false
+	}
+	if len(key) <= 8 {
+		return t.short == short
+	}
+	return string(r.keys[t.start:t.end]) == string(key)
+}
+
+// shortKey reads a key of up to 8 bytes as a number (0 for a longer one),
+// which a compare or a hash of it then costs no call: a status, an hour, a
+// weekday, a country, a device.
+func shortKey(key []byte) uint64 {
+	if len(key) > 8 {
+		return 0
+	}
+	var b [8]byte
+	copy(b[:], key)
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // tallySlots is the size of a chunk's table of tallies, a power of two.
@@ -67,18 +91,17 @@ func (t *keyTallies) reset(breakdowns int) {
 func (r *Result) tally(j int, counter int32, key []byte, h *logtally.Hit) bool {
 	t := &r.tallies
 	minute := logtally.FloorDiv(h.Time, 60)
+	short := shortKey(key)
 	if i := t.last[j]; i > 0 {
-		k := &t.list[i-1]
-		if k.minute == minute && string(r.keys[k.start:k.end]) == string(key) {
+		if k := &t.list[i-1]; k.is(minute, key, short, r) {
 			k.views.Count(h)
 			return true
 		}
 	}
-	slot := tallyHash(counter, minute, key) & (tallySlots - 1)
+	slot := tallyHash(counter, minute, key, short) & (tallySlots - 1)
 	for ; t.slots[slot] != 0; slot = (slot + 1) & (tallySlots - 1) {
 		i := t.slots[slot]
-		k := &t.list[i-1]
-		if k.counter == counter && k.minute == minute && string(r.keys[k.start:k.end]) == string(key) {
+		if k := &t.list[i-1]; k.counter == counter && k.is(minute, key, short, r) {
 			t.last[j] = i
 			k.views.Count(h)
 			return true
@@ -89,21 +112,20 @@ func (r *Result) tally(j int, counter int32, key []byte, h *logtally.Hit) bool {
 	}
 	start := len(r.keys)
 	r.keys = append(r.keys, key...)
-	t.list = append(t.list, keyTally{counter: counter, start: int32(start), end: int32(len(r.keys)), minute: minute})
+	t.list = append(t.list, keyTally{counter: counter, start: int32(start), end: int32(len(r.keys)), minute: minute,
+		short: short})
 	i := int32(len(t.list))
 	t.slots[slot], t.last[j] = i, i
 	t.list[i-1].views.Count(h)
 	return true
 }
 
-// tallyHash mixes a tally's breakdown, minute and key. A key of up to 8
-// bytes (a status, an hour, a country) is read as a number, not hashed.
-func tallyHash(counter int32, minute int64, key []byte) uint64 {
+// tallyHash mixes a tally's breakdown, minute and key, whose shortKey is
+// short: a short key is not hashed.
+func tallyHash(counter int32, minute int64, key []byte, short uint64) uint64 {
 	var x uint64
 	if len(key) <= 8 {
-		var b [8]byte
-		copy(b[:], key)
-		x = binary.LittleEndian.Uint64(b[:]) ^ uint64(len(key))<<59
+		x = short ^ uint64(len(key))<<59
 	} else {
 		x = maphash.Bytes(tallySeed, key)
 	}
