@@ -216,3 +216,20 @@ func BenchmarkCommitStages(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMergeTop is a busy minute's top pages chosen as prepare does
+// for a new minute: 200 paths of a few views each (most tied), the 100
+// kept.
+func BenchmarkMergeTop(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sections := []string{"blog", "items", "docs", "tags"}
+	pages := make([]logtally.PageCount, 200)
+	for i := range pages {
+		pages[i] = logtally.PageCount{Path: fmt.Sprintf("/%s/%d", sections[i%4], i), PageViews: int64(1 + rng.IntN(3))}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var r record
+		r.mergeTop(pages, 100)
+	}
+}

@@ -88,38 +88,59 @@ func (r *record) mergeTop(paths []logtally.PageCount, n int) {
 				r.Top = append(r.Top, pc)
 			}
 		}
-	} else {
-		r.Top = append(r.Top, paths...)
+		r.Top = selectTop(r.Top, n, &r.Other)
+		return
 	}
-	if len(r.Top) > n {
-		splitTop(r.Top, n)
-		for _, pc := range r.Top[n:] {
-			r.Other += pc.PageViews
-		}
-		r.Top = slices.Clip(r.Top[:n])
-	}
-	slices.SortFunc(r.Top, byViews)
+	r.Top = selectTop(paths, n, &r.Other)
 }
 
-// splitTop reorders s (longer than n) so that its first n elements are the
-// n first in byViews order. It selects by page views alone first, and
-// compares paths only among those tied with the last one in: most of a busy
-// minute's paths have a view or two.
-func splitTop(s []logtally.PageCount, n int) {
-	quickselect(s, n-1, func(a, b logtally.PageCount) int { return cmp.Compare(b.PageViews, a.PageViews) })
-	last := s[n-1].PageViews
-	above, tied := 0, 0 // s becomes [above last][equal to last][below]
-	for i, pc := range s {
-		if pc.PageViews >= last {
-			s[i], s[tied] = s[tied], pc
-			if pc.PageViews > last {
-				s[tied], s[above] = s[above], s[tied]
-				above++
-			}
-			tied++
-		}
+// topKey is a page count as the top pages are ordered: by page views, most
+// first, then by path. The path's first 8 bytes, big-endian, order most
+// paths without a call to compare them: ties of page views are the rule
+// (most of a busy minute's paths have a view or two), ties of a path's
+// first 8 bytes rarer.
+type topKey struct {
+	views  int64
+	prefix uint64
+	i      int32 // index in the page counts
+}
+
+// selectTop returns the n first of pages in byViews order, in that order,
+// in a new slice, and adds the page views of the others to other. pages
+// is not changed.
+func selectTop(pages []logtally.PageCount, n int, other *int64) []logtally.PageCount {
+	n = max(n, 0)
+	var buf [256]topKey
+	keys := buf[:0]
+	for i := range pages {
+		var b [8]byte
+		copy(b[:], pages[i].Path)
+		keys = append(keys, topKey{views: pages[i].PageViews, prefix: binary.BigEndian.Uint64(b[:]), i: int32(i)})
 	}
-	quickselect(s[above:tied], n-1-above, byViews)
+	order := func(a, b topKey) int {
+		switch {
+		case a.views != b.views:
+			return cmp.Compare(b.views, a.views)
+		case a.prefix != b.prefix:
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return cmp.Compare(pages[a.i].Path, pages[b.i].Path)
+	}
+	if len(keys) > n {
+		if n > 0 {
+			quickselect(keys, n-1, order)
+		}
+		for _, k := range keys[n:] {
+			*other += k.views
+		}
+		keys = keys[:n]
+	}
+	slices.SortFunc(keys, order)
+	top := make([]logtally.PageCount, len(keys))
+	for j, k := range keys {
+		top[j] = pages[k.i]
+	}
+	return top
 }
 
 // byViews orders page counts by page views, then path.

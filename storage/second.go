@@ -69,8 +69,8 @@ func (v *second) encode(a *arena) []byte {
 func encodeSecond(a *arena, requests, pageviews int64, visitors []uint64, paths []logtally.PageCount,
 	pairs map[string][]uint64) []byte {
 	if len(paths) > MaxSecondPaths {
-		splitTop(paths, MaxSecondPaths)
-		paths = paths[:MaxSecondPaths]
+		var dropped int64
+		paths = selectTop(paths, MaxSecondPaths, &dropped)
 	}
 	size := 1 + 3*binary.MaxVarintLen64 + 8*len(visitors) + pathListSize(paths)
 	if len(pairs) > 0 {

@@ -505,18 +505,25 @@ func TestSortHashes(t *testing.T) {
 }
 
 // TestMergeTopEqualsFullSort checks the top pages a minute keeps against
-// sorting every path, with few distinct view counts so that ties are many.
+// sorting every path, with few distinct view counts so that ties are many,
+// and paths short and long, many alike in their first 8 bytes or more, one
+// the start of another.
 func TestMergeTopEqualsFullSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for round := range 200 {
+	var pool []string
+	for k := range 60 {
+		pool = append(pool, fmt.Sprintf("/%d", k), fmt.Sprintf("/items/%d", k), fmt.Sprintf("/blog/2026/11/%d", k),
+			fmt.Sprintf("/blog/2026/11/%d/", k))
+	}
+	for round := range 400 {
 		n := 1 + rng.IntN(20)
 		var r record
 		all := make(map[string]int64)
 		var other int64
 		for range 1 + rng.IntN(3) { // merges into the same minute
 			var delta []logtally.PageCount
-			for i := range rng.IntN(80) {
-				p := fmt.Sprintf("/%d", rng.IntN(60))
+			for i := range rng.IntN(300) {
+				p := pool[rng.IntN(len(pool))]
 				if slices.ContainsFunc(delta, func(pc logtally.PageCount) bool { return pc.Path == p }) {
 					continue
 				}
