@@ -339,6 +339,16 @@ func decimal(b []byte, max int) (int64, bool) {
 		return 0, false
 	}
 	var n int64
+	if len(b) < 19 { // cannot overflow: no check a digit
+		for _, c := range b {
+			d := c - '0'
+			if d > 9 {
+				return 0, false
+			}
+			n = n*10 + int64(d)
+		}
+		return n, true
+	}
 	for _, c := range b {
 		if c < '0' || c > '9' {
 			return 0, false

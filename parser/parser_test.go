@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -228,6 +229,37 @@ func TestParseDoesNotAllocate(t *testing.T) {
 		b := []byte(line)
 		if n := testing.AllocsPerRun(100, func() { xff.Parse(b, &r) }); n != 0 {
 			t.Errorf("Parse(%q) with --real-ip-from-xff: %v allocs, want 0", line, n)
+		}
+	}
+}
+
+// TestDecimal: digits only, at most max of them, and no value past
+// MaxInt64, on both sides of the length from which a value could overflow.
+func TestDecimal(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want int64
+		ok   bool
+	}{
+		{"", 19, 0, false},
+		{"0", 3, 0, true},
+		{"007", 3, 7, true},
+		{"404", 3, 404, true},
+		{"4040", 3, 0, false},
+		{"12a", 3, 0, false},
+		{"/12", 3, 0, false},
+		{"-1", 19, 0, false},
+		{"999999999999999999", 19, 999999999999999999, true},
+		{"999999999999999999x", 19, 0, false},
+		{"9223372036854775807", 19, math.MaxInt64, true},
+		{"9223372036854775808", 19, 0, false},
+		{"9999999999999999999", 19, 0, false},
+		{"99999999999999999999", 20, 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := decimal([]byte(tt.in), tt.max); got != tt.want || ok != tt.ok {
+			t.Errorf("decimal(%q, %d) = %d, %v; want %d, %v", tt.in, tt.max, got, ok, tt.want, tt.ok)
 		}
 	}
 }
