@@ -49,6 +49,9 @@ type Reader struct {
 
 	freeOnce sync.Once
 	free     chan []byte // buffers released by the chunks' consumer (Chunk.Release)
+	// noMap reads plain files into buffers, as .gz ones, rather than
+	// mapping them (see mapped.go): the tests' way to read both ways.
+	noMap bool
 }
 
 // freeBuffers is how many released buffers a Reader keeps: about as many
@@ -120,13 +123,6 @@ func (r *Reader) read(ctx context.Context, f *os.File, id string, offset int64, 
 	if lr.size <= 0 {
 		lr.size = ChunkSize
 	}
-	src, err := content(f, &counter{r: ctxReader{ctx, f}, n: &r.Bytes}, gz, offset)
-	if err != nil {
-		return offset, fmt.Errorf("read %s: %w", path, err)
-	}
-	if !gz {
-		r.Bytes.Add(offset)
-	}
 	send := func(c Chunk) error {
 		select {
 		case out <- c:
@@ -134,6 +130,21 @@ func (r *Reader) read(ctx context.Context, f *os.File, id string, offset int64, 
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if !gz && !r.noMap {
+		if ok, err := r.readMapped(ctx, f, &lr, send); ok {
+			if err != nil {
+				err = fmt.Errorf("read %s: %w", path, err)
+			}
+			return lr.split.off, err
+		}
+	}
+	src, err := content(f, &counter{r: ctxReader{ctx, f}, n: &r.Bytes}, gz, offset)
+	if err != nil {
+		return offset, fmt.Errorf("read %s: %w", path, err)
+	}
+	if !gz {
+		r.Bytes.Add(offset)
 	}
 	if _, err := lr.readFrom(src, send); err != nil {
 		return lr.split.off, err

@@ -76,8 +76,9 @@ type Chunk struct {
 	// by what they were read for (a site per file).
 	Pattern int
 
-	buf  []byte        // the whole buffer Data lies in
-	free chan<- []byte // where Release gives buf back; nil: nowhere
+	buf    []byte        // the whole buffer Data lies in
+	free   chan<- []byte // where Release gives buf back; nil: nowhere
+	mapped *mapping      // the mapped file Data lies in, if it is one
 }
 
 // Release gives the chunk's buffer back to the Reader that read it, to read
@@ -88,6 +89,10 @@ type Chunk struct {
 // of a chunk may do it, once: a buffer released twice would be read into
 // for two chunks at once.
 func (c Chunk) Release() {
+	if c.mapped != nil {
+		c.mapped.release()
+		return
+	}
 	if c.free == nil {
 		return
 	}

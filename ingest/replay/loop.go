@@ -34,12 +34,20 @@ func (r *Replayer) Replay(ctx context.Context, in <-chan tailer.Chunk) error {
 			if !ok {
 				return r.finish()
 			}
+			if p.err != nil {
+				// Nothing is committed past the lines counted whole.
+				return p.err
+			}
 			order.waiting[p.seq] = p.res
 			// Each result is judged and may fill a batch, so that a batch
 			// holds about FlushLines lines even when the results waiting
 			// for an earlier one are applied at once.
 			for res := order.take(); res != nil; res = order.take() {
-				if err := r.apply(res); err != nil {
+				var err error
+				if fault := tailer.ReadMapped(func() { err = r.apply(res) }); fault != nil {
+					return fault
+				}
+				if err != nil {
 					return err
 				}
 			}

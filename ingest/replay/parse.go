@@ -2,16 +2,20 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/logtally/logtally/ingest"
 	"github.com/logtally/logtally/tailer"
 )
 
-// parsed is a chunk's result, numbered in the order the chunks came in.
+// parsed is a chunk's result, numbered in the order the chunks came in;
+// err is the chunk's mapped file's having shrunk while it was parsed
+// (tailer.ErrTruncated), which ends the replay.
 type parsed struct {
 	seq int
 	res *ingest.Result
+	err error
 }
 
 // parse parses the chunks of in on workers goroutines, until in is closed
@@ -51,9 +55,12 @@ func (r *Replayer) parse(ctx context.Context, in <-chan tailer.Chunk, workers in
 				if res == nil {
 					res = new(ingest.Result)
 				}
-				r.Parse(j.c, &sc, res)
+				err := tailer.ReadMapped(func() { r.Parse(j.c, &sc, res) })
+				if err != nil {
+					err = fmt.Errorf("replay %s: %w", j.c.Path, err)
+				}
 				select {
-				case results <- parsed{j.seq, res}:
+				case results <- parsed{j.seq, res, err}:
 				case <-ctx.Done():
 					return
 				}

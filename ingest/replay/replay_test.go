@@ -3,9 +3,12 @@ package replay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +242,51 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 	b.ReportMetric(200_000*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// TestReplayOfATruncatedMappedFile: a file truncated while it is
+// replayed from its mapping stops the replay with tailer.ErrTruncated
+// rather than a crash, whether a parser or the reader meets the lost
+// pages first, and nothing is committed past the lines counted whole.
+func TestReplayOfATruncatedMappedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	var data []byte
+	for i := range 20 {
+		data = append(data, ingesttest.Chunk(0, i*500, 500).Data...)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, store := newReplayer(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	read := make(chan tailer.Chunk)
+	readErr := make(chan error, 1)
+	go func() {
+		readErr <- (&tailer.Reader{BufSize: 16 << 10}).Replay(ctx, []string{path}, store.Position, read)
+		close(read)
+	}()
+	in := make(chan tailer.Chunk)
+	replayErr := make(chan error, 1)
+	go func() { replayErr <- r.Replay(ctx, in) }()
+	first := <-read
+	in <- first
+	second := <-read // cut from the file before it is truncated
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	in <- second // a parser reads its lost pages
+	err := <-replayErr
+	if !errors.Is(err, tailer.ErrTruncated) {
+		t.Errorf("Replay of chunks of a truncated file = %v, want tailer.ErrTruncated", err)
+	}
+	cancel()
+	for range read {
+	}
+	if err := <-readErr; err != nil && !errors.Is(err, tailer.ErrTruncated) && !errors.Is(err, context.Canceled) {
+		t.Errorf("reader: %v, want ErrTruncated or cancelled", err)
+	}
+	if off, _, err := store.Position(first.File); err != nil || off > first.Offset {
+		t.Errorf("committed up to %d (%v), past the first chunk's end %d, the last counted whole", off, err, first.Offset)
+	}
 }
