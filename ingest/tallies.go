@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 
 	"github.com/logtally/logtally"
@@ -47,9 +46,13 @@ func shortKey(key []byte) uint64 {
 	if len(key) > 8 {
 		return 0
 	}
-	var b [8]byte
-	copy(b[:], key)
-	return binary.LittleEndian.Uint64(b[:])
+	// Byte by byte: a copy into an array read back whole would wait for
+	// the copy's narrow stores to land.
+	var x uint64
+	for i, c := range key {
+		x |= uint64(c) << (8 * i)
+	}
+	return x
 }
 
 // tallySlots is the size of a chunk's table of tallies, a power of two.

@@ -105,6 +105,20 @@ type topKey struct {
 	i      int32 // index in the page counts
 }
 
+// pathPrefix returns the first 8 bytes of p as a big-endian number, zeros
+// after a shorter p.
+func pathPrefix(p string) uint64 {
+	if len(p) >= 8 {
+		return uint64(p[0])<<56 | uint64(p[1])<<48 | uint64(p[2])<<40 | uint64(p[3])<<32 |
+			uint64(p[4])<<24 | uint64(p[5])<<16 | uint64(p[6])<<8 | uint64(p[7])
+	}
+	var x uint64
+	for i := range len(p) {
+		x |= uint64(p[i]) << (56 - 8*i)
+	}
+	return x
+}
+
 // selectTop returns the n first of pages in byViews order, in that order,
 // in a new slice, and adds the page views of the others to other. pages
 // is not changed.
@@ -113,9 +127,7 @@ func selectTop(pages []logtally.PageCount, n int, other *int64) []logtally.PageC
 	var buf [256]topKey
 	keys := buf[:0]
 	for i := range pages {
-		var b [8]byte
-		copy(b[:], pages[i].Path)
-		keys = append(keys, topKey{views: pages[i].PageViews, prefix: binary.BigEndian.Uint64(b[:]), i: int32(i)})
+		keys = append(keys, topKey{views: pages[i].PageViews, prefix: pathPrefix(pages[i].Path), i: int32(i)})
 	}
 	order := func(a, b topKey) int {
 		switch {
