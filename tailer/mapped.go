@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -56,24 +57,40 @@ func recoverTruncated(err *error) {
 	panic(p)
 }
 
-// mapping is a mapped file, unmapped once the reader and every chunk cut
-// from it are done with it (refs).
+// mapping is a segment of a file mapped, a few windows long: the chunks
+// cut from it and the reader while it cuts them hold it (refs), and the
+// last to let go unmaps it. So a replay holds in memory the segments of
+// the chunks on their way, whatever the file's size, and unmaps (which
+// stops every core to flush its address cache) once a few windows. One
+// never let go is unmapped when it is collected.
 type mapping struct {
-	data []byte
-	refs atomic.Int64
+	data    []byte
+	refs    atomic.Int64
+	cleanup runtime.Cleanup
 }
 
-// release drops a reference, and unmaps the file after the last.
+func newMapping(data []byte) *mapping {
+	m := &mapping{data: data}
+	m.refs.Store(1) // the reader's
+	m.cleanup = runtime.AddCleanup(m, unmap, data)
+	return m
+}
+
+// release lets go of a reference, and unmaps the segment after the last.
 func (m *mapping) release() {
 	if m.refs.Add(-1) == 0 {
+		m.cleanup.Stop()
 		unmap(m.data)
 	}
 }
 
+// segmentWindows is how many windows a segment holds.
+const segmentWindows = 16
+
 // readMapped sends the complete lines of f from offset on, as read does,
-// in chunks of windows of lr.size bytes of the file mapped. ok is false
-// when f could not be mapped (a file system that maps nothing): the caller
-// reads it instead.
+// in chunks cut from windows of the file mapped a segment at a time. ok
+// is false when f could not be mapped (a file system that maps nothing):
+// the caller reads it instead.
 func (r *Reader) readMapped(ctx context.Context, f *os.File, lr *lineReader, send func(Chunk) error) (ok bool, err error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -84,73 +101,133 @@ func (r *Reader) readMapped(ctx context.Context, f *os.File, lr *lineReader, sen
 		r.Bytes.Add(lr.split.off)
 		return true, nil // nothing new: a file shorter than offset holds nothing from there on
 	}
-	data, err := mapFile(f, size)
+	w := windows{f: f, size: size, len: int64(lr.size + lr.split.max)}
+	defer w.release()
+	first, err := w.at(lr.split.off)
 	if err != nil {
 		return false, nil
 	}
-	m := &mapping{data: data}
-	m.refs.Store(1)
-	defer m.release()
 	r.Bytes.Add(lr.split.off)
 	// From here on a fault is the file's having shrunk: it is not read
 	// again, unmapped.
 	var sendErr error
-	if err := ReadMapped(func() { sendErr = lr.sendWindows(ctx, m, send, &r.Bytes) }); err != nil {
+	if err := ReadMapped(func() { sendErr = lr.sendWindows(ctx, &w, first, send, &r.Bytes) }); err != nil {
 		return true, err
 	}
 	return true, sendErr
 }
 
-// sendWindows cuts m from lr.split.off on into chunks of complete lines, at
-// most lr.size plus the longest line's bytes each, but for a line longer
-// than that, which is skipped (counted as a long line, Chunk.Skipped) a
-// window at a time. A
-// last line without its newline is not sent: the file may still be
-// written. It counts what it has looked at in read, and stops when ctx is
-// done, even in a line of gigabytes.
-func (lr *lineReader) sendWindows(ctx context.Context, m *mapping, send func(Chunk) error, read *atomic.Int64) error {
+// windows maps a file's windows: len bytes from a line's start (a line of
+// up to the longest kept fits in one, as in a buffer with the line carried
+// into it), in segments of segmentWindows of them.
+type windows struct {
+	f    *os.File
+	size int64
+	len  int64
+	seg  *mapping // the segment being cut, nil before the first
+	base int64    // its offset in the file
+}
+
+// window is a window of a segment: the file's bytes from pos on.
+type window struct {
+	pos  int64
+	data []byte
+	m    *mapping
+}
+
+// at returns the window from pos, in the segment being cut if it holds
+// it, else in a new one.
+func (w *windows) at(pos int64) (window, error) {
+	end := min(pos+w.len, w.size)
+	if w.seg == nil || pos < w.base || end > w.base+int64(len(w.seg.data)) {
+		base := pos &^ int64(pageSize-1)
+		data, err := mapFile(w.f, base, min(max(base+segmentWindows*w.len, end), w.size)-base)
+		if err != nil {
+			return window{}, err
+		}
+		w.release()
+		w.seg, w.base = newMapping(data), base
+	}
+	return window{pos: pos, data: w.seg.data[pos-w.base : end-w.base], m: w.seg}, nil
+}
+
+// release lets go of the segment being cut.
+func (w *windows) release() {
+	if w.seg != nil {
+		w.seg.release()
+		w.seg = nil
+	}
+}
+
+// sendWindows cuts the file from lr.split.off on, starting with window
+// first, into chunks of complete lines, each in a window of its own, but
+// for a line longer than a window, which is skipped (counted as a long
+// line, Chunk.Skipped) a window at a time. A last line without its
+// newline is not sent: the file may still be written. It counts what it
+// has looked at in read, and stops when ctx is done, even in a line of
+// gigabytes.
+func (lr *lineReader) sendWindows(ctx context.Context, w *windows, first window, send func(Chunk) error,
+	read *atomic.Int64) error {
 	s := &lr.split
-	size := int64(len(m.data))
-	// A window holds any line of up to max bytes that starts it, as a
-	// buffer with the line carried into it does.
-	win := int64(lr.size + s.max)
-	pos := s.off // where the next window starts: past s.off inside a long line
-	for pos < size {
+	win := first
+	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		end := min(pos+win, size)
-		window := m.data[pos:end]
-		if pos > s.off { // inside a line longer than a window, which began at s.off
-			i := bytes.IndexByte(window, '\n')
-			if i < 0 {
-				read.Add(end - pos)
-				pos = end
-				continue
-			}
-			read.Add(int64(i) + 1)
-			pos += int64(i) + 1
-			s.off = pos
-			if err := send(Chunk{File: lr.id, Path: lr.path, Offset: s.off, Skipped: 1, Pattern: lr.pattern}); err != nil {
-				return err
-			}
-			continue
+		var err error
+		if win.pos > s.off { // inside a line longer than a window, which began at s.off
+			err = lr.skipLong(win, send, read)
+		} else {
+			err = lr.sendLines(win, send, read)
 		}
-		cut := int64(bytes.LastIndexByte(window, '\n') + 1)
-		if cut == 0 { // a line longer than a window begins here, or the last one is not whole yet
-			read.Add(end - pos)
-			pos = end
-			continue
-		}
-		m.refs.Add(1)
-		c := Chunk{File: lr.id, Path: lr.path, Data: window[:cut:cut], Offset: pos + cut, Pattern: lr.pattern, mapped: m}
-		if err := send(c); err != nil {
-			m.release()
+		if err != nil {
 			return err
 		}
-		read.Add(cut)
-		s.off += cut
-		pos = s.off
+		next := win.pos + int64(len(win.data)) // on in a line longer than a window
+		if s.off > win.pos {
+			next = s.off // after the lines sent, or the long line's end
+		}
+		if next >= w.size {
+			return nil
+		}
+		if win, err = w.at(next); err != nil {
+			return fmt.Errorf("map: %w", err)
+		}
 	}
+}
+
+// sendLines sends win's complete lines as a chunk, which holds its
+// segment until it is released; a window of none (a line longer than a
+// window begins it, or the last line is not whole yet) sends nothing.
+func (lr *lineReader) sendLines(win window, send func(Chunk) error, read *atomic.Int64) error {
+	s := &lr.split
+	cut := int64(bytes.LastIndexByte(win.data, '\n') + 1)
+	if cut == 0 {
+		read.Add(int64(len(win.data)))
+		return nil
+	}
+	win.m.refs.Add(1)
+	c := Chunk{File: lr.id, Path: lr.path, Data: win.data[:cut:cut], Offset: win.pos + cut, Pattern: lr.pattern,
+		mapped: win.m}
+	if err := send(c); err != nil {
+		win.m.release()
+		return err
+	}
+	read.Add(cut)
+	s.off += cut
 	return nil
+}
+
+// skipLong looks for the end of the long line that win is inside, and
+// counts it skipped once it is found.
+func (lr *lineReader) skipLong(win window, send func(Chunk) error, read *atomic.Int64) error {
+	s := &lr.split
+	i := bytes.IndexByte(win.data, '\n')
+	if i < 0 {
+		read.Add(int64(len(win.data)))
+		return nil
+	}
+	read.Add(int64(i) + 1)
+	s.off = win.pos + int64(i) + 1
+	return send(Chunk{File: lr.id, Path: lr.path, Offset: s.off, Skipped: 1, Pattern: lr.pattern})
 }

@@ -8,22 +8,20 @@ import (
 	"syscall"
 )
 
-// mapFile maps the first size bytes of f, read-only, for a read from start
-// to end.
-func mapFile(f *os.File, size int64) ([]byte, error) {
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, err
-	}
-	_ = syscall.Madvise(data, syscall.MADV_SEQUENTIAL) // a hint: read ahead, drop behind
-	return data, nil
+// pageSize is what a mapping's offset is a multiple of.
+var pageSize = os.Getpagesize()
+
+// mapFile maps length bytes of f from offset (a multiple of pageSize),
+// read-only.
+func mapFile(f *os.File, offset, length int64) ([]byte, error) {
+	return syscall.Mmap(int(f.Fd()), offset, int(length), syscall.PROT_READ, syscall.MAP_SHARED)
 }
 
 func unmap(data []byte) { _ = syscall.Munmap(data) }
 
 // faultsPanic makes a fault of the calling goroutine on a mapped file's
-// lost pages a panic (which RecoverTruncated turns into an error) rather
-// than a crash, and returns what restores the setting before.
+// lost pages a panic (which ReadMapped turns into an error) rather than a
+// crash, and returns what restores the setting before.
 func faultsPanic() func() {
 	old := debug.SetPanicOnFault(true)
 	return func() { debug.SetPanicOnFault(old) }
