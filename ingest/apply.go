@@ -21,7 +21,8 @@ func (c *Core) Apply(r *Result) {
 			c.CountMatch(m, &ch, false)
 		}
 		if s := r.Site(i); s != nil {
-			c.AddToSite(s, h, false)
+			r.addToSite(s, i, false)
+			c.siteAdded(s)
 		}
 	}
 	c.applyTallies(r)
@@ -39,6 +40,11 @@ func (c *Core) AllSites() *Site { return c.router.all }
 // a restart rebuilds the window exactly.
 func (c *Core) AddToSite(s *Site, h *logtally.Hit, second bool) {
 	s.Batch.Add(h, second)
+	c.siteAdded(s)
+}
+
+// siteAdded notes that a hit was added to the batch of its site s.
+func (c *Core) siteAdded(s *Site) {
 	c.router.touch(s)
 	if s.other {
 		c.other.Add(1)

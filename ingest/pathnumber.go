@@ -147,3 +147,58 @@ func (r *Result) AddTo(b *tally.Batch, i int, live bool) {
 	}
 	b.Add(h, live)
 }
+
+// A hit is added to the all-sites view's batch and to its site's, and each
+// numbers its paths its own way. The router knows each hit's site, and
+// the chunk's paths were numbered in the all-sites batch already
+// (NumberPaths): a site keeps, by that number, the number the path has in
+// its own batch, so that a site's page view costs an index, not a lookup
+// of its path (siteNumbers).
+
+// siteNumbers is a site's path numbers by the all-sites batch's: fromAll[n]
+// is one more than the number, in the site's batch, of the path numbered n
+// in the all-sites batch; 0 when not known yet. It holds for one numbering
+// of each batch (tally.Batch.Numbering).
+type siteNumbers struct {
+	fromAll   []int32
+	all, site uint64 // the numberings it holds for
+}
+
+// maxSiteNumbers bounds a site's siteNumbers: a path the all-sites batch
+// numbered past it is looked up by its bytes. A site of a flood of random
+// paths then keeps at most 4 KiB.
+const maxSiteNumbers = 1024
+
+// of returns the number in site of the path whose number in all is n.
+func (sn *siteNumbers) of(n int32, all, site *tally.Batch, path []byte) int32 {
+	if sn.all != all.Numbering() || sn.site != site.Numbering() {
+		clear(sn.fromAll)
+		sn.all, sn.site = all.Numbering(), site.Numbering()
+	}
+	if int(n) < len(sn.fromAll) {
+		if id := sn.fromAll[n]; id > 0 {
+			return id - 1
+		}
+	}
+	id := site.PathNumber(path)
+	if n < maxSiteNumbers {
+		if int(n) >= len(sn.fromAll) {
+			size := min(max(int(n)+1, 2*len(sn.fromAll), 64), maxSiteNumbers)
+			sn.fromAll = append(sn.fromAll, make([]int32, size-len(sn.fromAll))...)
+		}
+		sn.fromAll[n] = id + 1
+	}
+	return id
+}
+
+// addToSite adds hit i of r to its site s's batch, as tally.Batch.Add does: if r's paths were numbered
+// (NumberPaths), by its path's number in the all-sites batch, without
+// reading its path (see siteNumbers).
+func (r *Result) addToSite(s *Site, i int, live bool) {
+	h := &r.Hits[i]
+	if j := r.pathOf[i]; j >= 0 && r.batch != nil {
+		s.Batch.AddNumbered(h, s.numbers.of(r.numbers[j], r.batch, s.Batch, r.distinct[j]), live)
+		return
+	}
+	s.Batch.Add(h, live)
+}

@@ -85,3 +85,43 @@ func views(b *tally.Batch) []string {
 	}
 	return out
 }
+
+// TestSiteNumbersCount: hits added to their sites' batches by the
+// all-sites batch's path numbers (addToSite) count as the same hits added
+// by Add, while the all-sites view's batch changes from chunk to chunk
+// (two batches of other numberings, as replay hands one to a commit and
+// fills the other) and the sites' batches are handed off and reset.
+func TestSiteNumbersCount(t *testing.T) {
+	c, _ := newCore(t, Config{})
+	alls := []*tally.Batch{tally.NewBatch(), tally.NewBatch()}
+	alls[1].PathNumber([]byte("/numbered-before")) // so that the two number paths apart
+	sites := make([]*Site, 3)
+	refs := make([]*tally.Batch, len(sites))
+	spares := make([]*tally.Batch, len(sites))
+	for k := range sites {
+		sites[k] = newSite(fmt.Sprint("s", k), k+1, false)
+		refs[k], spares[k] = tally.NewBatch(), tally.NewSiteBatch(sites[k].Name())
+	}
+	var sc Scratch
+	var r Result
+	for n, ch := range ingesttest.Chunks(3000, 16<<10) {
+		c.Parse(ch, &sc, &r)
+		r.NumberPaths(alls[n%2])
+		for i := range r.Hits {
+			r.AddTo(alls[n%2], i, false)
+			r.addToSite(sites[i%len(sites)], i, false)
+			refs[i%len(sites)].Add(&r.Hits[i], false)
+		}
+		if n%3 != 2 {
+			continue
+		}
+		for k, s := range sites {
+			if got, want := views(s.Batch), views(refs[k]); !slices.Equal(got, want) {
+				t.Fatalf("chunk %d, site %d: views by the all-sites numbers:\n%v\nwant\n%v", n, k, got, want)
+			}
+			s.Batch, spares[k] = spares[k], s.Batch
+			spares[k].Reset()
+			refs[k].Reset()
+		}
+	}
+}

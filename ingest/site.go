@@ -21,6 +21,8 @@ type Site struct {
 	also []string
 	// group, for the batch of a group of counters, is that group.
 	group *group
+	// numbers are its batch's path numbers by the all-sites view's.
+	numbers siteNumbers
 }
 
 // NewBatch returns an empty batch of the site's, to put in the place of

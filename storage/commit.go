@@ -216,6 +216,7 @@ func (s *Site) commit(tx *bolt.Tx, b *tally.Batch, p *prepared) (*logChange, log
 	if err != nil {
 		return nil, kept, err
 	}
+	stored := s.lastMinuteKey(tx)
 	for i := range p.minutes {
 		m := &p.minutes[i]
 		for _, pd := range m.ids {
@@ -227,13 +228,13 @@ func (s *Site) commit(tx *bolt.Tx, b *tally.Batch, p *prepared) (*logChange, log
 		if m.minute < f.minute {
 			continue // its rollups are kept, the minute itself has expired
 		}
-		if err := s.commitMinute(tx, m, b.Paths()); err != nil {
+		if err := s.commitMinute(tx, m, b.Paths(), stored); err != nil {
 			return nil, kept, err
 		}
 		kept.Minutes += m.d.Requests
 	}
 	hb, db := s.bucket(tx, bucketHours), s.bucket(tx, bucketDays)
-	hb.FillPercent, db.FillPercent = 0.9, 0.9 // appended in order, as minutes
+	hb.FillPercent, db.FillPercent = 1, 1 // appended in order, as minutes
 	for _, hour := range slices.Sorted(maps.Keys(p.hours)) {
 		if hour < f.hour {
 			continue
@@ -318,16 +319,35 @@ func (s *Store) Kept() logtally.Kept {
 // re-sorts it every few hundred hashes.
 const denseFrom = 2048
 
+// lastMinuteKey returns the last key of a minute that the site stores a
+// record or a visitor set of, nil for none: a commit looks for nothing
+// stored of the minutes after it (most of a replay's), which saves two
+// lookups each.
+func (s *Site) lastMinuteKey(tx *bolt.Tx) []byte {
+	var last []byte
+	for _, name := range [][]byte{bucketMinutes, bucketVisitors} {
+		if k, _ := s.bucket(tx, name).Cursor().Last(); k != nil && bytes.Compare(k, last) > 0 {
+			last = bytes.Clone(k)
+		}
+	}
+	return last
+}
+
 // commitMinute merges a prepared minute into the stored one, or stores
-// what prepare encoded for it when there is none (most of a replay's).
-func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string) error {
+// what prepare encoded for it when there is none (most of a replay's); one
+// after the last key stored (see lastMinuteKey) is not looked for.
+func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string, last []byte) error {
 	sc := &s.st.scratch
 	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
 	key := u64(uint64(m.minute))
 	// Minutes and their visitor sets are mostly appended in order: half
-	// full pages (bbolt's default) would be half the visitor sets' room.
-	mb.FillPercent, vb.FillPercent = 0.9, 0.9
-	stored, storedSet := mb.Get(key), vb.Get(key)
+	// full pages (bbolt's default) would be half their room, and pages
+	// filled to 90% a tenth.
+	mb.FillPercent, vb.FillPercent = 1, 1
+	var stored, storedSet []byte
+	if bytes.Compare(key, last) <= 0 {
+		stored, storedSet = mb.Get(key), vb.Get(key)
+	}
 	if stored == nil && storedSet == nil && m.rec != nil {
 		if m.set != nil {
 			if err := vb.Put(key, m.set); err != nil {
@@ -346,6 +366,7 @@ func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string) error {
 		sc.pages.add(pd.id, pd.n)
 	}
 	sc.top = sc.pages.take(names, sc.top[:0])
+	m.sketch(&sc.sketch)
 	set, err := mergeMinute(&r, storedSet, m, sc.top, s.cfg.TopPages)
 	if err != nil {
 		return fmt.Errorf("minute %d: %w", m.minute, err)
@@ -364,8 +385,9 @@ func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string) error {
 
 // mergeMinute merges a prepared minute, whose page views per path are top,
 // into its record r, whose visitor set is stored (nil if none), keeping
-// topPages pages, and returns the
-// visitor set to store, nil if none. The minute's visitor count stays
+// topPages pages, and returns the visitor set to store, nil if none. The
+// minute's sketch must be made (minutePrep.sketch), unless r is empty and
+// the caller encodes the sketch's binary form itself. The minute's visitor count stays
 // exact while its visitor set is stored; once the set has been compacted
 // away, new visitors can only go into the sketch and the count becomes
 // the sketch's estimate.

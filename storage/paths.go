@@ -181,12 +181,14 @@ func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]logtally.Pa
 	return other, nil
 }
 
-// foldDay adds one finished day's path counts to the all-time totals and
-// records it as folded, in one transaction. The path log is compacted first,
-// in the same transaction: once a day is folded, its later page views reach
-// the all-time totals only through compaction, and the log holds none from
-// before.
-func (s *Site) foldDay(day []byte) error {
+// foldDays adds finished days' path counts to the all-time totals and
+// records the last as folded, in one transaction: days in order, none
+// folded already. The path log is compacted first, in the same
+// transaction: once a day is folded, its later page views reach the
+// all-time totals only through compaction, and the log holds none from
+// before. One transaction for the days a site has to fold (a replay ends
+// with every site's), not one each: each costs a commit's two syncs.
+func (s *Site) foldDaysTx(days [][]byte) error {
 	s.st.writeMu.Lock()
 	defer s.st.writeMu.Unlock()
 	return s.st.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
@@ -195,32 +197,47 @@ func (s *Site) foldDay(day []byte) error {
 			return nil, err
 		}
 		changes := []siteChange{{s.log, ch}}
-		counters := s.bucket(tx, bucketCounters)
-		if f := counters.Get(keyFolded); f != nil && bytes.Compare(day, f) <= 0 {
-			return changes, nil
-		}
-		dpb := s.bucket(tx, bucketDayPaths)
-		counts := make(map[string]int64)
-		c := dpb.Cursor()
-		for k, v := c.Seek(day); k != nil && bytes.HasPrefix(k, day); k, v = c.Next() {
-			entries, err := decodeShard(v)
-			if err != nil {
+		for _, day := range days {
+			if err := s.foldDay(tx, day); err != nil {
 				return nil, err
 			}
-			for _, e := range entries {
-				counts[e.Path] += e.PageViews
-			}
 		}
-		if _, err := addPaths(s.bucket(tx, bucketPaths), counters, allTimePrefix, counts, s.cfg.MaxPaths); err != nil {
-			return nil, err
-		}
-		return changes, counters.Put(keyFolded, bytes.Clone(day))
+		return changes, nil
 	})
 }
 
+// foldDay adds one finished day's path counts to the all-time totals in
+// tx, and records it as folded, unless it is folded already.
+func (s *Site) foldDay(tx *bolt.Tx, day []byte) error {
+	counters := s.bucket(tx, bucketCounters)
+	if f := counters.Get(keyFolded); f != nil && bytes.Compare(day, f) <= 0 {
+		return nil
+	}
+	counts := make(map[string]int64)
+	c := s.bucket(tx, bucketDayPaths).Cursor()
+	for k, v := c.Seek(day); k != nil && bytes.HasPrefix(k, day); k, v = c.Next() {
+		entries, err := decodeShard(v)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			counts[e.Path] += e.PageViews
+		}
+	}
+	if _, err := addPaths(s.bucket(tx, bucketPaths), counters, allTimePrefix, counts, s.cfg.MaxPaths); err != nil {
+		return err
+	}
+	return counters.Put(keyFolded, bytes.Clone(day))
+}
+
+// maxFoldDays is the most days one transaction folds: a long history
+// replayed at once is folded a month at a time.
+const maxFoldDays = 31
+
 // foldDays folds every day before today that is not folded yet, stored in
-// the shards or still in the path log.
-func (s *Site) foldDays(today []byte) error {
+// the shards or still in the path log, and reports whether there was one
+// (then the path log is compacted too).
+func (s *Site) foldDays(today []byte) (bool, error) {
 	var days [][]byte
 	err := s.st.view(func(tx *bolt.Tx) error {
 		folded := s.bucket(tx, bucketCounters).Get(keyFolded)
@@ -241,15 +258,18 @@ func (s *Site) foldDays(today []byte) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	slices.SortFunc(days, bytes.Compare)
-	for _, d := range days {
-		if err := s.foldDay(d); err != nil {
-			return err
+	folded := len(days) > 0
+	for len(days) > 0 {
+		n := min(len(days), maxFoldDays)
+		if err := s.foldDaysTx(days[:n]); err != nil {
+			return false, err
 		}
+		days = days[n:]
 	}
-	return nil
+	return folded, nil
 }
 
 // lookupShard returns a path's count in the shard under prefix.

@@ -27,7 +27,8 @@ type minutePrep struct {
 	d      *tally.Delta // its visitors sorted, repeats dropped
 	day    string       // dayKey of the minute, in the site's zone
 	// hll holds the delta's visitors: sparse below denseFrom of them,
-	// dense from it (see addSketch).
+	// dense from it (see addSketch). A sparse one is made only when the
+	// transaction merges the minute into a stored one (see sketch).
 	hll *hyperloglog.Sketch
 	ids []pathDelta // page views per path number
 	// rec and set are the minute's record and visitor set encoded as they
@@ -163,14 +164,16 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		p.day = string(dayKey(unixMinute(p.minute), s.loc))
 		rollup(r.hours, logtally.FloorDiv(p.minute, 60), d)
 		rollup(r.days, p.day, d)
-		if n := len(d.Visitors); n > 0 {
-			if n < denseFrom {
-				p.hll = minuteSketch(d.Visitors, &sc.sketch)
-			} else {
-				p.hll = hyperloglog.NewNoSparse()
-				for _, v := range d.Visitors {
-					p.hll.InsertHash(v)
-				}
+		var sparse []byte // the sketch's binary form, for a sparse one
+		if n := len(d.Visitors); n >= denseFrom {
+			p.hll = hyperloglog.NewNoSparse()
+			for _, v := range d.Visitors {
+				p.hll.InsertHash(v)
+			}
+		} else if n > 0 {
+			var ok bool
+			if sparse, ok = minuteSketchData(d.Visitors, &sc.sketch); !ok {
+				p.hll = insertSketch(d.Visitors)
 			}
 		}
 		for _, id := range d.Views {
@@ -181,12 +184,14 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 			p.ids[i] = pathDelta{id, sc.pages.n[id]}
 		}
 		sc.top = sc.pages.take(names, sc.top[:0])
-		// As the transaction would store it new. Its sketch is then the
-		// record's, encoded already; a merge with a stored minute instead
-		// uses it once more.
+		// As the transaction would store it new, with the sketch's binary
+		// form if it is sparse; a merge with a stored minute makes the
+		// sketch itself (minutePrep.sketch).
 		var rec record
 		if set, err := mergeMinute(&rec, nil, p, sc.top, s.cfg.TopPages); err == nil {
-			if p.rec, err = rec.encode(); err == nil {
+			if sparse != nil {
+				p.rec, p.set = rec.encodeSketch(sparse), set
+			} else if p.rec, err = rec.encode(); err == nil {
 				p.set = set
 			}
 		}
@@ -194,6 +199,15 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 	sc.buckets, sc.hashes = sorter.buckets, sorter.hashes
 	r.seal()
 	return r
+}
+
+// sketch returns the minute's sketch, nil if it has no visitors: made from
+// its visitors, sorted by now, if prepare left it to be made (sparse).
+func (m *minutePrep) sketch(buf *sketchBuf) *hyperloglog.Sketch {
+	if m.hll == nil && len(m.d.Visitors) > 0 {
+		m.hll = minuteSketch(m.d.Visitors, buf)
+	}
+	return m.hll
 }
 
 // mergeRollups adds the records of from to to, key by key.

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -103,11 +104,19 @@ func (s *Site) pruneJobs(f floors, r Retention) []pruneJob {
 // exact visitor sets of minutes further than ExactVisitorsSpan behind the
 // newest.
 func (s *Site) tidy(ctx context.Context, now time.Time) error {
-	if err := s.compact(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.foldDays(dayKey(now, s.loc)); err != nil {
+	// Folding days compacts the path log in its transaction; with no day
+	// to fold, the log is compacted alone.
+	folded, err := s.foldDays(dayKey(now, s.loc))
+	if err != nil {
 		return err
+	}
+	if !folded {
+		if err := s.compact(ctx); err != nil {
+			return err
+		}
 	}
 	last, ok, err := s.Last()
 	if err != nil || !ok {
@@ -135,6 +144,11 @@ func (s *Site) runJob(ctx context.Context, j pruneJob) (Pruned, error) {
 	return p, err
 }
 
+// errNothingToDelete rolls back a pruning transaction that found nothing
+// to delete: committing it would change nothing and cost two syncs, once
+// for each kind of history of each site a pass looks at.
+var errNothingToDelete = errors.New("nothing to delete")
+
 // deleteBefore deletes up to pruneBatch keys before end from a site bucket,
 // passing over those keep says to keep (keep may be nil), and calls deleted
 // (if not nil) with each key it deleted, in order, once they are. Keys are
@@ -152,6 +166,9 @@ func (s *Site) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted 
 				keys = append(keys, bytes.Clone(k))
 			}
 		}
+		if len(keys) == 0 {
+			return errNothingToDelete
+		}
 		for _, k := range keys {
 			if err := b.Delete(k); err != nil {
 				return err
@@ -160,6 +177,9 @@ func (s *Site) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted 
 		n = len(keys)
 		return nil
 	})
+	if errors.Is(err, errNothingToDelete) {
+		return 0, nil
+	}
 	if err == nil && deleted != nil {
 		for _, k := range keys {
 			deleted(k)

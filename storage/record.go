@@ -201,7 +201,20 @@ func quickselect[T any](s []T, k int, cmp func(a, b T) int) {
 // top pages; uvarint other; uvarint length and the sketch's binary form;
 // the CRC-32C of all of that, 4 bytes big-endian.
 func (r *record) encode() ([]byte, error) {
-	b := make([]byte, 0, 64+pathListSize(r.Top))
+	if r.hll == nil {
+		return r.encodeSketch(nil), nil
+	}
+	sk, err := r.hll.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return r.encodeSketch(sk), nil
+}
+
+// encodeSketch is encode with sk, a sketch's binary form (nil: none), in
+// place of r's sketch.
+func (r *record) encodeSketch(sk []byte) []byte {
+	b := make([]byte, 0, 64+pathListSize(r.Top)+len(sk))
 	b = append(b, recordEncoding)
 	var flags uint64
 	if r.Approximate {
@@ -216,15 +229,8 @@ func (r *record) encode() ([]byte, error) {
 	}
 	b = appendPathList(b, r.Top)
 	b = binary.AppendUvarint(b, uint64(r.Other))
-	if r.hll == nil {
-		return appendSum(binary.AppendUvarint(b, 0)), nil
-	}
-	sk, err := r.hll.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
 	b = binary.AppendUvarint(b, uint64(len(sk)))
-	return appendSum(append(b, sk...)), nil
+	return appendSum(append(b, sk...))
 }
 
 // appendSum appends to an encoded record its checksum.
@@ -460,6 +466,7 @@ type scratch struct {
 	hashes     []uint64 // sortHashes
 	values     arena
 	numbers    numbering
+	sketch     sketchBuf // a minute's sparse sketch (see minutePrep.sketch)
 	// logPaths, logSlots and logIDs hold the days a commit logs (see
 	// loggedDay), until its change is applied.
 	logPaths []logtally.PageCount

@@ -635,3 +635,49 @@ func TestShareSites(t *testing.T) {
 		t.Errorf("after Unshare:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestPruneCommitsOnlyChanges prunes sites whose days are over: each
+// site's days are folded, with its path log compacted, in one transaction,
+// and a pass that finds nothing to delete or fold commits nothing (a commit
+// costs two syncs, and a replay of many sites ends with a pass over each).
+func TestPruneCommitsOnlyChanges(t *testing.T) {
+	s := mustOpenAt(t, Config{}, func() time.Time { return t0.Add(3 * day) })
+	var bs []*tally.Batch
+	for _, site := range []string{"a.example", "b.example"} {
+		b := tally.NewSiteBatch(site)
+		for d := range int64(2) {
+			addHit(b, page(d*86400, 1, "/"+site), 200, 0, false)
+			addHit(b, page(d*86400+60, 2, "/x"), 200, 0, false)
+		}
+		bs = append(bs, b)
+	}
+	if err := s.Commit(bs...); err != nil {
+		t.Fatal(err)
+	}
+	lastTx := func() (id int) {
+		t.Helper()
+		if err := s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for _, tt := range []struct {
+		pass    string
+		commits int
+	}{{"first", 2}, {"second", 0}} {
+		before := lastTx()
+		if _, err := s.Prune(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastTx() - before; got != tt.commits {
+			t.Errorf("%s pass: %d commits, want %d", tt.pass, got, tt.commits)
+		}
+	}
+	for _, site := range []string{"a.example", "b.example"} {
+		got, err := mustSite(t, s, site).PathCounts([]string{"/" + site, "/x"}, t0)
+		want := []logtally.PathCount{{Path: "/" + site, Day: 1, Total: 2}, {Path: "/x", Day: 1, Total: 2}}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: PathCounts = %+v, %v; want %+v", site, got, err, want)
+		}
+	}
+}

@@ -31,6 +31,24 @@ const (
 // inserting them one by one where the list would be past what a sparse
 // sketch holds, or if hyperloglog turns the encoding down.
 func minuteSketch(visitors []uint64, buf *sketchBuf) *hyperloglog.Sketch {
+	data, ok := minuteSketchData(visitors, buf)
+	if !ok {
+		return insertSketch(visitors)
+	}
+	sk := new(hyperloglog.Sketch)
+	if err := sk.UnmarshalBinary(data); err != nil {
+		return insertSketch(visitors)
+	}
+	return sk
+}
+
+// minuteSketchData returns the binary form of the sparse sketch of visitors
+// (fewer than denseFrom), built in buf and valid until its next use: the
+// bytes hyperloglog's MarshalBinary gives of minuteSketch's sketch
+// (TestSparseSketchBytes), so that a minute stored new is encoded without
+// a sketch made and marshalled. It is false where the list would be past
+// what a sparse sketch holds.
+func minuteSketchData(visitors []uint64, buf *sketchBuf) ([]byte, bool) {
 	keys := buf.keys[:0]
 	for _, v := range visitors {
 		keys = append(keys, sparseKey(v))
@@ -50,16 +68,12 @@ func minuteSketch(visitors []uint64, buf *sketchBuf) *hyperloglog.Sketch {
 	buf.data = data
 	stream := len(data) - head - 12
 	if stream > 1<<sketchP { // InsertHash would have made it dense
-		return insertSketch(visitors)
+		return nil, false
 	}
 	binary.BigEndian.PutUint32(data[head:], uint32(len(keys)))
 	binary.BigEndian.PutUint32(data[head+4:], last)
 	binary.BigEndian.PutUint32(data[head+8:], uint32(stream))
-	sk := new(hyperloglog.Sketch)
-	if err := sk.UnmarshalBinary(data); err != nil {
-		return insertSketch(visitors)
-	}
-	return sk
+	return data, true
 }
 
 // insertSketch is the sketch of visitors made one InsertHash at a time.

@@ -74,3 +74,25 @@ func BenchmarkSketch(b *testing.B) {
 		}
 	})
 }
+
+// TestSparseSketchBytes: the binary form minuteSketchData gives, which a
+// minute stored new keeps, is what MarshalBinary gives of minuteSketch's
+// sketch, which a minute merged into a stored one keeps.
+func TestSparseSketchBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var buf, other sketchBuf
+	for _, n := range []int{1, 2, 6, 163, 164, 165, 1000, denseFrom - 1} {
+		vs := sketchVisitors(rng, n, true)
+		got, ok := minuteSketchData(vs, &buf)
+		if !ok {
+			t.Fatalf("%d visitors: no sparse form", n)
+		}
+		want, err := minuteSketch(vs, &other).MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%d visitors: %d bytes, want the %d of MarshalBinary", n, len(got), len(want))
+		}
+	}
+}

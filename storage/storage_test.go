@@ -697,3 +697,29 @@ func TestRecordChecksumCatchesChanges(t *testing.T) {
 		t.Errorf("a record of encoding 1: %v, %+v", err, back.Counts)
 	}
 }
+
+// TestCommitMergesMinutesBeforeTheLast: a commit merges its minutes into
+// those stored, whether at, before or after the site's last stored minute
+// (after which it looks nothing up): their counts and exact visitors add
+// up.
+func TestCommitMergesMinutesBeforeTheLast(t *testing.T) {
+	s := mustOpen(t, Config{})
+	rounds := [][]int64{{0, 600}, {0, 300, 600, 900}}
+	for i, secs := range rounds {
+		commit(t, s, func(b *tally.Batch) {
+			for _, sec := range secs {
+				addHit(b, page(sec, uint64(i+1), "/"), 200, 0, false)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		sec                int64
+		requests, visitors int64
+	}{{0, 2, 2}, {300, 1, 1}, {600, 2, 2}, {900, 1, 1}} {
+		at := t0.Add(time.Duration(tt.sec) * time.Second)
+		got, err := s.Minutes(at, at)
+		if err != nil || len(got) != 1 || got[0].Requests != tt.requests || got[0].Visitors != tt.visitors || got[0].Approximate {
+			t.Errorf("minute %v: %+v, %v; want %d requests of %d visitors, exact", at, got, err, tt.requests, tt.visitors)
+		}
+	}
+}

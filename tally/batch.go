@@ -5,6 +5,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"sync/atomic"
 )
 
 // Batch gathers the effect of many lines so that they are committed in one
@@ -39,7 +40,12 @@ type Batch struct {
 	names    []string
 	lastPath int32    // the path PathNumber gave last, if still in names
 	spare    []*Delta // counts emptied by Reset, reused
+	// numbering names the numbering of names (see Numbering).
+	numbering uint64
 }
+
+// numberings hands out the numbering stamps of batches (Batch.Numbering).
+var numberings atomic.Uint64
 
 // maxKeptPaths is how many path numbers a batch keeps across Reset: more
 // than a busy site's paths of a day (the default MaxDayPaths), so that its
@@ -72,8 +78,14 @@ func NewSiteBatch(site string) *Batch {
 		seconds:   make(map[int64]*Delta),
 		positions: make(map[string]int64),
 		ids:       make(map[string]int32),
+		numbering: numberings.Add(1),
 	}
 }
+
+// Numbering returns a stamp of the batch's path numbers, which no other
+// batch has and which changes when Reset forgets them: what a caller
+// derived from a path's number (PathNumber) holds while it is the same.
+func (b *Batch) Numbering() uint64 { return b.numbering }
 
 // sharing is what a batch shares its lines with: the other sites whose
 // lines they are (SetAlso), and for a view made by As, the batch it is of.
@@ -347,6 +359,7 @@ func (b *Batch) Reset() {
 		clear(b.ids)
 		clear(b.names) // let the strings go
 		b.names = b.names[:0]
+		b.numbering = numberings.Add(1)
 	}
 	b.lines, b.last = 0, 0
 	b.lastMinuteC, b.lastSecondC = nil, nil
