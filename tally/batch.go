@@ -199,15 +199,7 @@ func (b *Batch) newPath(p string) int32 {
 // one goroutine that adds the hits hashes each path once a chunk, not the
 // path of every page view, which lies in a chunk another core read last.
 func (b *Batch) AddNumbered(h *logtally.Hit, id int32, live bool) {
-	minute := logtally.FloorDiv(h.Time, 60)
-	m := b.lastMinuteC
-	if m == nil || minute != b.lastMinute {
-		if m = b.minutes[minute]; m == nil {
-			m = b.newCounts()
-			b.minutes[minute] = m
-		}
-		b.lastMinute, b.lastMinuteC = minute, m
-	}
+	m := b.minute(logtally.FloorDiv(h.Time, 60))
 	if b.keysOnly {
 		m.view(h, id)
 	} else {
@@ -261,14 +253,7 @@ func (b *Batch) AddViews(minute int64, path []byte, v *Views) {
 		return
 	}
 	id := b.PathNumber(path)
-	m := b.lastMinuteC
-	if m == nil || minute != b.lastMinute {
-		if m = b.minutes[minute]; m == nil {
-			m = b.newCounts()
-			b.minutes[minute] = m
-		}
-		b.lastMinute, b.lastMinuteC = minute, m
-	}
+	m := b.minute(minute)
 	m.Requests += v.N
 	m.PageViews += v.N
 	m.Bytes += v.Bytes
@@ -280,6 +265,20 @@ func (b *Batch) AddViews(minute int64, path []byte, v *Views) {
 		m.Views = append(m.Views, id)
 	}
 	b.last = max(b.last, v.Last)
+}
+
+// minute returns the delta of a unix minute, made if there is none: the
+// last one asked for, most lines', without a lookup.
+func (b *Batch) minute(minute int64) *Delta {
+	m := b.lastMinuteC
+	if m == nil || minute != b.lastMinute {
+		if m = b.minutes[minute]; m == nil {
+			m = b.newCounts()
+			b.minutes[minute] = m
+		}
+		b.lastMinute, b.lastMinuteC = minute, m
+	}
+	return m
 }
 
 func (c *Delta) hit(h *logtally.Hit, path int32) {
