@@ -111,9 +111,19 @@ func (s *Store) applyEntries(ctx context.Context, node Ident, es []Entry, lazy b
 // So the same commit reads the node's cursor, and Fence fails, wrapping
 // ErrGap, when it is short of acked: the node must send those batches
 // again, and keep them until then.
-func (s *Store) Fence(ctx context.Context, node Ident, acked uint64) error {
+//
+// A failed Fence also drops what the Store remembers of the node's visitor
+// sets (sentSets): it remembers the lost commits' visitors too, and would
+// leave them out of the batches sent again, which no other commit may add.
+// A fence is often the first to meet a crash, before any apply fails.
+func (s *Store) Fence(ctx context.Context, node Ident, acked uint64) (err error) {
+	defer func() {
+		if err != nil {
+			s.sent.forget(node.ID)
+		}
+	}()
 	var last int64
-	err := s.pool.QueryRow(ctx, "UPDATE logtally.nodes SET seen_at = now() WHERE id = $1 RETURNING last_seq", node.ID).Scan(&last)
+	err = s.pool.QueryRow(ctx, "UPDATE logtally.nodes SET seen_at = now() WHERE id = $1 RETURNING last_seq", node.ID).Scan(&last)
 	if err != nil {
 		return fmt.Errorf("fleet: fence %s: %w", node.Name, err)
 	}

@@ -15,9 +15,10 @@ import (
 //
 // Forgetting is always safe: a visitor sent again is refused by the set
 // and adds nothing to the counts. Remembering wrongly is not, so a node's
-// memory is dropped whenever one of its transactions fails (the fleet
-// database may have been restored or recreated since) and holds only what
-// committed.
+// memory is dropped whenever one of its transactions or fences fails (the
+// fleet database may have been restored or recreated since, or have lost
+// in a crash the commits that did not wait for its disk: see Store.Fence)
+// and holds only what committed.
 type sentSets struct {
 	mu     sync.Mutex
 	byNode map[sentKey]*sent
