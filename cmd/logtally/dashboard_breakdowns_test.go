@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,8 +214,19 @@ func pickDates(t *testing.T, b *chrome, from, to string) {
 func checkPanelCSV(t *testing.T, b *chrome, m *Main, dir string) {
 	t.Helper()
 	downloads := filepath.Join(dir, "downloads")
+	// The file is there as soon as the download begins: it is read once
+	// the browser says the download completed.
+	var completed atomic.Bool
+	if err := chromedp.ListenBrowser(b.ctx, func(ev any) {
+		if e, ok := ev.(*cdpbrowser.EventDownloadProgress); ok && e.State == cdpbrowser.DownloadProgressStateCompleted {
+			completed.Store(true)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	events := true
 	if _, err := chromedp.CallBrowser(b.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads, EventsEnabled: &events}); err != nil {
 		t.Fatal(err)
 	}
 	var a panelAnswer
@@ -233,7 +245,7 @@ func checkPanelCSV(t *testing.T, b *chrome, m *Main, dir string) {
 	}
 	b.run(t, chromedp.Click(chromedp.CSS(`section[data-breakdown="utm-campaign"] button.csv`)))
 	file := filepath.Join(downloads, "logtally-utm-campaign-window.csv")
-	poll.Until(t, "the CSV downloaded", func() bool { _, err := os.Stat(file); return err == nil })
+	poll.Until(t, "the CSV downloaded", completed.Load)
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
