@@ -386,6 +386,9 @@ func duration(b []byte, ro role) (time.Duration, bool) {
 	switch ro {
 	case roleRequestTime:
 		sec, nsec, ok := fixed(b)
+		if sec >= math.MaxInt64/int64(time.Second) {
+			return 0, false // past time.Duration's 292 years: no request took so long
+		}
 		return time.Duration(sec)*time.Second + time.Duration(nsec), ok
 	case roleRequestTimeUS:
 		n, ok := decimal(b, 15)
