@@ -44,6 +44,10 @@ func (lb *lineBreakdowns) init(d *breakdown.Deriver, first int, hitByHit bool) {
 	*lb = lineBreakdowns{deriver: d, list: d.Breakdowns(), first: int32(first), hitByHit: hitByHit}
 }
 
+// tallied reports whether breakdowns are on and their keys tallied by
+// minute rather than matched hit by hit (Config.HitByHit).
+func (lb *lineBreakdowns) tallied() bool { return lb.deriver != nil && !lb.hitByHit }
+
 // breakdown derives the breakdowns' keys of the last hit of r, and adds a
 // Match of each. visited says that the hit has its visitor already.
 func (lp *lineParser) breakdown(rec *parser.Record, r *Result, sc *Scratch, visited bool) {
@@ -59,7 +63,7 @@ func (lp *lineParser) breakdown(rec *parser.Record, r *Result, sc *Scratch, visi
 	added := false
 	for j, b := range lb.list {
 		key, ok := k.Key(b)
-		if !ok || !lb.hitByHit && r.tally(j, lb.first+int32(j), key, h) {
+		if !ok || lb.tallied() && r.tally(j, lb.first+int32(j), key, h) {
 			continue
 		}
 		start := len(r.keys)

@@ -99,7 +99,7 @@ func (c *Core) Parse(ch tailer.Chunk, sc *Scratch, r *Result) {
 	r.rejected[longLineIdx] = int64(ch.Skipped)
 	rec := &sc.rec
 	sc.paths.reset()
-	if lp.breakdowns.deriver != nil && !lp.breakdowns.hitByHit {
+	if lp.breakdowns.tallied() {
 		r.tallies.reset(len(lp.breakdowns.list))
 	}
 	data := ch.Data

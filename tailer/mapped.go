@@ -96,18 +96,18 @@ func (r *Reader) readMapped(ctx context.Context, f *os.File, lr *lineReader, sen
 	if err != nil {
 		return false, nil
 	}
-	size := fi.Size()
-	if lr.split.off >= size {
-		r.Bytes.Add(lr.split.off)
-		return true, nil // nothing new: a file shorter than offset holds nothing from there on
-	}
-	w := windows{f: f, size: size, len: int64(lr.size + lr.split.max)}
-	defer w.release()
-	first, err := w.at(lr.split.off)
-	if err != nil {
-		return false, nil
+	w := windows{f: f, size: fi.Size(), len: int64(lr.size + lr.split.max)}
+	var first window
+	if lr.split.off < w.size { // else nothing new: a file shorter than offset holds nothing from there on
+		if first, err = w.at(lr.split.off); err != nil {
+			return false, nil
+		}
+		defer w.release()
 	}
 	r.Bytes.Add(lr.split.off)
+	if first.m == nil {
+		return true, nil
+	}
 	// From here on a fault is the file's having shrunk: it is not read
 	// again, unmapped.
 	var sendErr error

@@ -78,7 +78,7 @@ type Chunk struct {
 
 	buf    []byte        // the whole buffer Data lies in
 	free   chan<- []byte // where Release gives buf back; nil: nowhere
-	mapped *mapping      // the mapped file Data lies in, if it is one
+	mapped *mapping      // the segment of a mapped file Data lies in, if it is one
 }
 
 // Release gives the chunk's buffer back to the Reader that read it, to read
@@ -87,7 +87,8 @@ type Chunk struct {
 // allocating, zeroing and collecting one a chunk. Releasing is optional (a
 // chunk not released is collected, as any value), and only the one owner
 // of a chunk may do it, once: a buffer released twice would be read into
-// for two chunks at once.
+// for two chunks at once. A chunk cut from a mapped file lets go of its
+// segment instead, which is unmapped after its last chunk.
 func (c Chunk) Release() {
 	if c.mapped != nil {
 		c.mapped.release()
