@@ -188,9 +188,7 @@ func (s *Store) committed(c *batchCommit, now time.Time) {
 		if si.log.wantsCompaction() {
 			si.log.askCompaction()
 		}
-		for minute := range b.Minutes() {
-			si.touched[minute] = now
-		}
+		si.written.add(now, b.Minutes())
 		k := c.kept[i]
 		si.kept.Minutes, si.kept.Hours, si.kept.Days = si.kept.Minutes+k.Minutes, si.kept.Hours+k.Hours, si.kept.Days+k.Days
 	}

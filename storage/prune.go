@@ -188,25 +188,13 @@ func (s *Site) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted 
 	return n, err
 }
 
-// recentWrite is how long after a commit last wrote a minute its visitor set
-// is kept whatever its age: a file being read from far behind the newest
-// minute keeps writing the same old minute across several commits.
-const recentWrite = 10 * time.Minute
-
 // compactVisitors drops the exact visitor sets of minutes before end that no
 // commit wrote in the last recentWrite.
 func (s *Site) compactVisitors(ctx context.Context, end []byte, now time.Time) (int, error) {
 	s.st.writeMu.Lock()
-	recent := make(map[int64]bool)
-	for m, t := range s.touched {
-		if now.Sub(t) < recentWrite {
-			recent[m] = true
-		} else {
-			delete(s.touched, m)
-		}
-	}
+	recent := s.written.recent(now)
 	s.st.writeMu.Unlock()
-	keep := func(k []byte) bool { return recent[int64(uint64Key(k))] }
+	keep := func(k []byte) bool { return recent(int64(uint64Key(k))) }
 	return s.deleteAllBefore(ctx, bucketVisitors, end, keep, nil)
 }
 

@@ -25,17 +25,16 @@ type Site struct {
 	log  *pathLog
 
 	// The rest is the writer's, used under Store.writeMu.
-	numbers numbering           // the path numbers of the site's last batch (see numbering)
-	touched map[int64]time.Time // minute -> when a commit last wrote it
-	kept    logtally.Kept       // lines committed to each resolution since Open
+	numbers numbering     // the path numbers of the site's last batch (see numbering)
+	written writes        // the minutes commits wrote of late (see recentWrite)
+	kept    logtally.Kept // lines committed to each resolution since Open
 }
 
 // newSite returns the state of a site whose path log is not loaded yet.
 func (s *Store) newSite(name string) *Site {
 	l := newPathLog()
 	l.wake = s.wake
-	return &Site{name: name, st: s, db: s.db, loc: s.loc, cfg: &s.cfg, key: []byte(name), log: l,
-		touched: make(map[int64]time.Time)}
+	return &Site{name: name, st: s, db: s.db, loc: s.loc, cfg: &s.cfg, key: []byte(name), log: l}
 }
 
 // Name returns the site's name.
