@@ -1,14 +1,18 @@
 package storage
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/internal/golden"
 	"github.com/logtally/logtally/tally"
+	bolt "go.etcd.io/bbolt"
 )
 
 // setsConfig is the configuration of the stores of setsSteps: a few top
@@ -137,6 +142,7 @@ func setsMore() []setsStep {
 	def = append(def, pages(5, 10)...)
 	def = append(def, pages(70, 1)...)
 	def = append(def, pages(196, 2)...)
+	def = append(def, pages(9, 2)...)
 	for m := int64(201); m <= 205; m++ {
 		def = append(def, pages(m, 3)...)
 	}
@@ -303,4 +309,295 @@ func TestV5SetsReadAsTheyWere(t *testing.T) {
 	}
 	defer s.Close()
 	checkSetsGolden(t, setsAnswers(t, s))
+}
+
+// fileLayout returns the schema version of the file at path, and the
+// names of the buckets of each of its sites.
+func fileLayout(t *testing.T, path string) (version uint64, buckets map[string][]string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return layout(t, db)
+}
+
+// layout is fileLayout of an open file.
+func layout(t *testing.T, db *bolt.DB) (version uint64, buckets map[string][]string) {
+	t.Helper()
+	buckets = make(map[string][]string)
+	err := db.View(func(tx *bolt.Tx) error {
+		version = uint64Key(tx.Bucket(bucketMeta).Get(keySchema))
+		return tx.Bucket(bucketSites).ForEach(func(site, _ []byte) error {
+			return tx.Bucket(bucketSites).Bucket(site).ForEach(func(k, _ []byte) error {
+				buckets[string(site)] = append(buckets[string(site)], string(k))
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return version, buckets
+}
+
+// TestUpgradeFromSchema5: Open upgrades the file of schema 5 in place: its
+// schema is 6, no site has a bucket of visitor sets, every query answers
+// what it answered before, and lines committed after (into compacted
+// minutes, kept sets and new minutes, after a prune that compacts the sets
+// moved into records) count as they do in a store that was never
+// upgraded, fed the same lines. A move cut short (the version written,
+// sets left apart) goes on at the next Open.
+func TestUpgradeFromSchema5(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cut short %t", cut), func(t *testing.T) {
+			path := v5Sets(t)
+			if v, buckets := fileLayout(t, path); v != 5 || !slices.Contains(buckets[logtally.DefaultSite], string(bucketVisitors)) {
+				t.Fatalf("the old file: schema %d, buckets %v", v, buckets)
+			}
+			if cut {
+				db, err := bolt.Open(path, 0o600, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, u64(6)) })
+				db.Close()
+			}
+			clock := t0.Add(4 * time.Hour)
+			cfg := setsConfig
+			cfg.Path = path
+			s := mustOpenAt(t, cfg, func() time.Time { return clock })
+			v, buckets := layout(t, s.db)
+			if v != SchemaVersion || SchemaVersion != 6 {
+				t.Errorf("schema %d after the upgrade, want 6", v)
+			}
+			for site, names := range buckets {
+				if slices.Contains(names, string(bucketVisitors)) {
+					t.Errorf("site %s still has a bucket of visitor sets: %v", site, names)
+				}
+			}
+			checkSetsGolden(t, setsAnswers(t, s))
+
+			runSteps(t, s, &clock, setsMore())
+			fclock := t0
+			fresh := mustOpenAt(t, setsConfig, func() time.Time { return fclock })
+			runSteps(t, fresh, &fclock, append(setsSteps(), setsMore()...))
+			if d := golden.Diff(setsAnswers(t, fresh), setsAnswers(t, s)); d != "" {
+				t.Errorf("the upgraded store answers otherwise than one never upgraded:\n%s", d)
+			}
+		})
+	}
+}
+
+// minuteValues returns the stored minutes of a site of the store, by key.
+func minuteValues(t *testing.T, s *Store, site string) map[int64][]byte {
+	t.Helper()
+	si, _ := s.Site(site)
+	out := make(map[int64][]byte)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return si.bucket(tx, bucketMinutes).ForEach(func(k, v []byte) error {
+			out[int64(uint64Key(k))-t0.Unix()/60] = bytes.Clone(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCompactedSetIsTheSketch: a minute whose visitor set compaction turned
+// into its sketch is stored byte for byte as the program of schema 5
+// stored it, which kept the sketch from the first commit on (the minutes
+// of the first hour of testdata/v5-sets.db.gz that one commit wrote, dense
+// or sparse, its set dropped by a prune); and lines added after to such a
+// minute make it approximate as they made the old program's, to the byte.
+func TestCompactedSetIsTheSketch(t *testing.T) {
+	cfg := setsConfig
+	cfg.Path = v5Sets(t)
+	clock := t0.Add(4 * time.Hour)
+	old := mustOpenAt(t, cfg, func() time.Time { return clock })
+	fclock := t0
+	fresh := mustOpenAt(t, setsConfig, func() time.Time { return fclock })
+	runSteps(t, fresh, &fclock, setsSteps())
+	oneCommit := map[string][]int64{logtally.DefaultSite: {5}, "b.example": nil}
+	for m := int64(7); m < 60; m++ {
+		oneCommit[logtally.DefaultSite] = append(oneCommit[logtally.DefaultSite], m)
+	}
+	for m := int64(0); m < 60; m += 3 {
+		if m != 3 { // written late
+			oneCommit["b.example"] = append(oneCommit["b.example"], m)
+		}
+	}
+	for site, minutes := range oneCommit {
+		got, want := minuteValues(t, fresh, site), minuteValues(t, old, site)
+		for _, m := range minutes {
+			var r record
+			if !holdsSet(want[m]) && r.decode(want[m], true) == nil && r.hll == nil {
+				t.Fatalf("%s minute %d of the old file has no sketch", site, m)
+			}
+			if !bytes.Equal(got[m], want[m]) {
+				t.Errorf("%s minute %d:\n got %x\nwant %x", site, m, got[m], want[m])
+			}
+		}
+	}
+	runSteps(t, old, &clock, setsMore())
+	runSteps(t, fresh, &fclock, setsMore())
+	got, want := minuteValues(t, fresh, logtally.DefaultSite), minuteValues(t, old, logtally.DefaultSite)
+	for _, m := range []int64{5, 9} { // dense, sparse
+		var r record
+		if err := r.decode(got[m], false); err != nil || !r.Approximate {
+			t.Errorf("minute %d after late lines: %+v, %v; want approximate", m, r.Counts, err)
+		}
+		if !bytes.Equal(got[m], want[m]) {
+			t.Errorf("minute %d after late lines:\n got %x\nwant %x", m, got[m], want[m])
+		}
+	}
+}
+
+// TestCheckFindsDamagedSets: a minute that holds its visitor set is found
+// damaged by Check and by Verify, and left out by the queries that read
+// it, whether a byte of its set changed on disk (its checksum tells) or it
+// was written whole but wrong: a set out of order, one that is not as
+// large as the minute's visitors, one in an approximate minute, or one in
+// an hour.
+func TestCheckFindsDamagedSets(t *testing.T) {
+	// rewrite returns a damage that puts the record of the first minute,
+	// changed by change, in bucket, with its checksum right.
+	rewrite := func(bucket []byte, change func(r *record)) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			err = db.Update(func(tx *bolt.Tx) error {
+				site := tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite))
+				var r record
+				if err := r.decode(site.Bucket(bucketMinutes).Get(minuteKey(t0)), true); err != nil {
+					return err
+				}
+				change(&r)
+				v, err := r.encode()
+				if err != nil {
+					return err
+				}
+				return site.Bucket(bucket).Put(minuteKey(t0), v)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const minute = "per-minute counts (bucket sites/default/minutes), minute 2026-11-21T12:00:00Z (key 0000000001c88f10)"
+	tests := []damageCase{
+		{"a byte of the set changed on disk", func(t *testing.T, path string) {
+			var v []byte
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.View(func(tx *bolt.Tx) error {
+				v = bytes.Clone(tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)).Bucket(bucketMinutes).Get(minuteKey(t0)))
+				return nil
+			})
+			db.Close()
+			raw, err := os.ReadFile(path)
+			if at := bytes.Index(raw, v); err != nil || at < 0 || bytes.LastIndex(raw, v) != at {
+				t.Fatalf("the record is not once in the file: %v", err)
+			} else {
+				damage(t, path, int64(at+len(v)-recordSumSize-3), []byte{raw[at+len(v)-recordSumSize-3] ^ 0x5a})
+			}
+		}, minute + ": record checksum"},
+		{"a set out of order", rewrite(bucketMinutes, func(r *record) {
+			r.set = append(bytes.Clone(r.set[8:]), r.set[:8]...)
+		}), minute + ": visitor set out of order"},
+		{"a set smaller than the visitors", rewrite(bucketMinutes, func(r *record) { r.Visitors++ }),
+			minute + ": visitor set of 3 with 4 visitors"},
+		{"a set in an approximate minute", rewrite(bucketMinutes, func(r *record) { r.Approximate = true }),
+			minute + ": visitor set of 3 with 3 visitors (approximate true)"},
+		{"a set in an hour", rewrite(bucketHours, func(*record) {}),
+			"hourly counts (bucket sites/default/hours), hour"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "db")
+			s := mustOpen(t, Config{Path: path})
+			commit(t, s, func(b *tally.Batch) {
+				for v := range uint64(3) {
+					addHit(b, page(int64(v), v+1, "/"), 200, 0, false)
+				}
+				addHit(b, page(60, 9, "/"), 200, 0, false)
+			})
+			s.Close()
+			tt.damage(t, path)
+			if err := Check(path); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Check = %v\nwant ErrDamaged naming %q", err, tt.want)
+			}
+			s = mustOpen(t, Config{Path: path})
+			s.Verify(context.Background(), slog.New(slog.DiscardHandler))
+			if err := s.Damage(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Damage after Verify = %v\nwant %q", err, tt.want)
+			}
+			if strings.Contains(tt.want, "hour") {
+				return
+			}
+			if set, ok, err := s.MinuteVisitors(t0); ok || err != nil {
+				t.Errorf("MinuteVisitors of the damaged minute = %v, %t, %v; want none", set, ok, err)
+			}
+			series, err := s.Series(t0, t0.Add(time.Minute), 5*time.Minute)
+			if err != nil || !series.Points[0].Damaged || series.Points[0].Visitors != 1 {
+				t.Errorf("series over the damaged minute = %+v, %v; want its point damaged, the next minute's visitor", series, err)
+			}
+		})
+	}
+}
+
+// TestCompactionFindsLateSets: compaction looks for sets from the oldest
+// minute a commit gave one since it last looked (Site.setsFrom), not
+// through every minute; a new minute written behind the span after a
+// compaction, and a compacted minute of no visitors that a late line gives
+// a set, are compacted by the next one.
+func TestCompactionFindsLateSets(t *testing.T) {
+	s := mustOpen(t, Config{ExactVisitorsSpan: time.Hour})
+	prune := func() {
+		t.Helper()
+		s.writeMu.Lock()
+		clear(s.def.touched) // as if the writes were long ago
+		s.writeMu.Unlock()
+		if _, err := s.Prune(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(t, s, func(b *tally.Batch) {
+		addHit(b, page(0, 1, "/"), 200, 0, false)
+		addHit(b, asset(120), 200, 0, false)
+		addHit(b, page(3*3600, 3, "/"), 200, 0, false)
+	})
+	prune()
+	for _, m := range []time.Time{t0, t0.Add(2 * time.Minute)} {
+		if _, ok, _ := s.MinuteVisitors(m); ok {
+			t.Fatalf("minute %s keeps its set after compaction", m)
+		}
+	}
+	commit(t, s, func(b *tally.Batch) {
+		addHit(b, page(60, 4, "/"), 200, 0, false)  // a new minute
+		addHit(b, page(120, 5, "/"), 200, 0, false) // no visitors until now
+	})
+	for _, m := range []time.Time{t0.Add(time.Minute), t0.Add(2 * time.Minute)} {
+		if set, ok, _ := s.MinuteVisitors(m); !ok || len(set) != 1 {
+			t.Fatalf("minute %s written late: set %v, %t; want its visitor", m, set, ok)
+		}
+	}
+	prune()
+	minutes, _ := s.Minutes(t0, t0.Add(2*time.Minute))
+	for _, m := range minutes {
+		if _, ok, _ := s.MinuteVisitors(m.Time); ok {
+			t.Errorf("minute %s keeps its set after the next compaction", m.Time)
+		}
+		if m.Visitors != 1 || m.Approximate {
+			t.Errorf("minute %s: %+v, want its visitor, exact", m.Time, m.Counts)
+		}
+	}
 }

@@ -51,6 +51,29 @@ func (u *union) add(b []byte) error {
 	return nil
 }
 
+// addSet adds the sketch that a minute's visitor set stands for (see
+// record.set), dense if dense: the keys of its visitors, or its dense
+// sketch, as the sketch's binary form would add them (see setSketch). The
+// set is whole hashes; it may be reused once addSet returns.
+func (u *union) addSet(set []byte, dense bool) {
+	u.any = true
+	if dense {
+		sk := hyperloglog.NewNoSparse()
+		for i := 0; i+8 <= len(set); i += 8 {
+			sk.InsertHash(binary.BigEndian.Uint64(set[i:]))
+		}
+		if u.dense == nil {
+			u.dense = sk
+		} else {
+			u.dense.Merge(sk) // of the same precision: no error
+		}
+		return
+	}
+	for i := 0; i+8 <= len(set); i += 8 {
+		u.loose = append(u.loose, sparseKey(binary.BigEndian.Uint64(set[i:])))
+	}
+}
+
 // isSparse reports whether b is the binary form of a sparse sketch of
 // precision hllPrecision.
 func isSparse(b []byte) bool {
