@@ -51,9 +51,9 @@ type record struct {
 	hll *hyperloglog.Sketch
 	// set is a minute's exact visitors, encoded as encodeHashes does, which
 	// it stores in place of its sketch while it keeps them (flagSet; hll
-	// is then nil): the sketch would only repeat them, and a small minute's
-	// set is smaller than its sketch. Compaction turns the set into the
-	// sketch (see compactSets). Nil if the minute keeps none.
+	// is then nil): the sketch would only repeat them (see sets.go).
+	// Compaction turns the set into the sketch (compactSets). Nil if the
+	// minute keeps none.
 	set []byte
 	// denseSet says that the sketch of set is dense, as a commit of set's
 	// visitors would have made it (see addSketch): the set reached

@@ -16,11 +16,18 @@ import (
 // exact. Since schema 6 the set is stored in the minute's record, in place
 // of its sketch (record.set), which the set stands for: one value a
 // minute rather than a record and a set, each with its key and bbolt's
-// overhead, a Get and a Put. At most busy minutes the set is also smaller
-// than the sketch. Once the minute is past the span, compaction (part of
+// overhead, a Get and a Put, and no sketch built for a minute stored new.
+// A set of a few visitors is about as large as their sketch, a busy
+// minute's larger (8 bytes a visitor, against about 3), which a series
+// reads whole. Once the minute is past the span, compaction (part of
 // Prune) rewrites the record with the sketch its set makes, the sketch a
 // commit of those visitors made before (setSketch); reading it, a query
 // cannot tell the two apart.
+
+// scanBatch is how many minutes one compaction transaction looks at most:
+// the first compaction after Open looks through every stored minute, and
+// holds the write lock for a few milliseconds at a time.
+const scanBatch = 16 * pruneBatch
 
 // compactSets turns the visitor sets of minutes before end that no commit
 // wrote in the last recentWrite into the sketches they stand for, in
@@ -72,8 +79,8 @@ func (s *Site) compactSets(ctx context.Context, end []byte, now time.Time) (int,
 }
 
 // compactSetsTx turns, in one transaction, the visitor sets of up to
-// pruneBatch minutes in [from, end) (nil: from the first) that keep says
-// not to keep into their sketches, made in buf. It sets *kept to the
+// pruneBatch minutes of the first scanBatch in [from, end) (nil: from the
+// first) that keep says not to keep into their sketches, made in buf. It sets *kept to the
 // first set kept, if none was, and returns how many it turned and the key
 // to go on from, nil if it reached end. A damaged record is passed over:
 // its set stays as it is, and Check names it.
@@ -87,11 +94,12 @@ func (s *Site) compactSetsTx(from, end []byte, keep func(k []byte) bool, kept *[
 		if from != nil {
 			k, v = c.Seek(from)
 		}
-		for ; k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
-			if len(keys) == pruneBatch {
+		for scanned := 0; k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
+			if len(keys) == pruneBatch || scanned == scanBatch {
 				next = bytes.Clone(k)
 				break
 			}
+			scanned++
 			if !holdsSet(v) {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -599,5 +600,61 @@ func TestCompactionFindsLateSets(t *testing.T) {
 		if m.Visitors != 1 || m.Approximate {
 			t.Errorf("minute %s: %+v, want its visitor, exact", m.Time, m.Counts)
 		}
+	}
+}
+
+// TestCompactionLooksInBatches: compaction turns every set behind the span
+// though the minutes it looks through are more than one transaction looks
+// at (scanBatch), and leaves the span's.
+func TestCompactionLooksInBatches(t *testing.T) {
+	const minutes = scanBatch + scanBatch/4
+	s := mustOpen(t, Config{})
+	commit(t, s, func(b *tally.Batch) {
+		for m := range int64(minutes) {
+			addHit(b, page(60*m, uint64(m+1), "/"), 200, 0, false)
+		}
+	})
+	s.writeMu.Lock()
+	clear(s.def.touched)
+	s.writeMu.Unlock()
+	if _, err := s.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	span := int(DefaultConfig().ExactVisitorsSpan/time.Minute) + 1 // the newest and the span before it
+	sets := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return s.def.bucket(tx, bucketMinutes).ForEach(func(k, v []byte) error {
+			if holdsSet(v) {
+				sets++
+			}
+			return nil
+		})
+	})
+	if err != nil || sets != span {
+		t.Errorf("%d of %d minutes keep their sets after compaction, want the %d of the span and the newest (%v)", sets, minutes, span, err)
+	}
+}
+
+// TestSetRecordEncodingGolden pins the layout of a minute that holds its
+// visitor set (flagSet, flagDense): a change to it must come with a new
+// schema version.
+func TestSetRecordEncodingGolden(t *testing.T) {
+	r := record{Counts: logtally.Counts{Requests: 300, PageViews: 7, Visitors: 3, Status: [5]int64{0, 250, 20, 25, 5},
+		Bytes: 123456, Rejected: 2, Top: []logtally.PageCount{{Path: "/a", PageViews: 4}, {Path: "/b/c", PageViews: 2}}, Other: 1},
+		set: encodeHashes([]uint64{1, 5, 1 << 63}), denseSet: true}
+	enc, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set := (&record{Counts: r.Counts, denseSet: true}).encodeSet([]uint64{1, 5, 1 << 63}); !bytes.Equal(set, enc) {
+		t.Errorf("encodeSet = %x, want encode's %x", set, enc)
+	}
+	golden.Check(t, filepath.Join("testdata", "record-set.golden"), []byte(hex.Dump(enc)), *update)
+	var back record
+	if err := back.decode(enc, true); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(back.Counts) != fmt.Sprint(r.Counts) || !bytes.Equal(back.set, r.set) || !back.denseSet || back.hll != nil {
+		t.Errorf("round trip = %+v, set %x dense %t; want %+v, set %x dense", back.Counts, back.set, back.denseSet, r.Counts, r.set)
 	}
 }
