@@ -220,18 +220,18 @@ func TestDamagedPageSaysWhatWhenRead(t *testing.T) {
 		{damageCase{"elements of a page that point outside the file, its header intact", func(t *testing.T, path string) {
 			// Keys 2 GB past their page: reading one faults, which only a
 			// goroutine that asked for it survives (debug.SetPanicOnFault).
-			page, size := pageOf(t, path, bucketVisitors)
+			page, size := pageOf(t, path, bucketMinutes)
 			var elem [16]byte                                   // flags, pos, ksize, vsize
 			binary.LittleEndian.PutUint32(elem[4:], 0x7f000000) // pos
 			binary.LittleEndian.PutUint32(elem[8:], 8)
 			binary.LittleEndian.PutUint32(elem[12:], 8)
 			damage(t, path, page*size+16, bytes.Repeat(elem[:], int(size-16)/16))
-		}, "visitor sets of recent minutes (bucket sites/default/visitors): runtime error: invalid memory address"},
+		}, "per-minute counts (bucket sites/default/minutes): runtime error: invalid memory address"},
 			map[string]func(*Store) error{"MinuteVisitors": readVisitors}},
 		{damageCase{"garbage over the elements of a page, its header intact", func(t *testing.T, path string) {
-			page, size := pageOf(t, path, bucketVisitors)
+			page, size := pageOf(t, path, bucketMinutes)
 			damage(t, path, page*size+16, bytes.Repeat([]byte{0x7f}, int(size)-16))
-		}, "visitor sets of recent minutes (bucket sites/default/visitors)"},
+		}, "per-minute counts (bucket sites/default/minutes)"},
 			map[string]func(*Store) error{"MinuteVisitors": readVisitors}},
 	}
 	for _, tt := range tests {

@@ -317,18 +317,12 @@ func (s *Store) Kept() logtally.Kept {
 // re-sorts it every few hundred hashes.
 const denseFrom = 2048
 
-// lastMinuteKey returns the last key of a minute that the site stores a
-// record or a visitor set of, nil for none: a commit looks for nothing
-// stored of the minutes after it (most of a replay's), which saves two
-// lookups each.
+// lastMinuteKey returns the last key of a minute that the site stores, nil
+// for none: a commit looks for nothing stored of the minutes after it
+// (most of a replay's), which saves a lookup each.
 func (s *Site) lastMinuteKey(tx *bolt.Tx) []byte {
-	var last []byte
-	for _, name := range [][]byte{bucketMinutes, bucketVisitors} {
-		if k, _ := s.bucket(tx, name).Cursor().Last(); k != nil && bytes.Compare(k, last) > 0 {
-			last = bytes.Clone(k)
-		}
-	}
-	return last
+	k, _ := s.bucket(tx, bucketMinutes).Cursor().Last()
+	return bytes.Clone(k)
 }
 
 // commitMinute merges a prepared minute into the stored one, or stores
@@ -336,27 +330,30 @@ func (s *Site) lastMinuteKey(tx *bolt.Tx) []byte {
 // after the last key stored (see lastMinuteKey) is not looked for.
 func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string, last []byte) error {
 	sc := &s.st.scratch
-	mb, vb := s.bucket(tx, bucketMinutes), s.bucket(tx, bucketVisitors)
+	mb := s.bucket(tx, bucketMinutes)
 	key := u64(uint64(m.minute))
-	// Minutes and their visitor sets are mostly appended in order: half
-	// full pages (bbolt's default) would be half their room, and pages
-	// filled to 90% a tenth.
-	mb.FillPercent, vb.FillPercent = 1, 1
-	var stored, storedSet []byte
+	// Minutes are mostly appended in order: half full pages (bbolt's
+	// default) would be half their room, and pages filled to 90% a tenth.
+	mb.FillPercent = 1
+	var stored []byte
 	if bytes.Compare(key, last) <= 0 {
-		stored, storedSet = mb.Get(key), vb.Get(key)
+		stored = mb.Get(key)
 	}
-	if stored == nil && storedSet == nil && m.rec != nil {
-		if m.set != nil {
-			if err := vb.Put(key, m.set); err != nil {
-				return err
-			}
+	if stored == nil {
+		if len(m.d.Visitors) > 0 {
+			s.setsFrom = lowerKey(s.setsFrom, key)
 		}
 		return mb.Put(key, m.rec)
 	}
 	var r record
 	if stored != nil {
-		if err := r.decode(stored, true); err != nil {
+		// The set, if any, aliases the stored value, which stays valid
+		// until the transaction ends.
+		field, err := r.decodeFields(stored, true)
+		if err == nil && r.set == nil {
+			err = r.readSketch(field)
+		}
+		if err != nil {
 			return fmt.Errorf("minute %d: %w", m.minute, err)
 		}
 	}
@@ -364,15 +361,11 @@ func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string, last []b
 		sc.pages.add(pd.id, pd.n)
 	}
 	sc.top = sc.pages.take(names, sc.top[:0])
-	m.sketch(&sc.sketch)
-	set, err := mergeMinute(&r, storedSet, m, sc.top, s.cfg.TopPages)
-	if err != nil {
+	if err := mergeMinute(&r, m, sc.top, s.cfg.TopPages, &sc.sketch); err != nil {
 		return fmt.Errorf("minute %d: %w", m.minute, err)
 	}
-	if set != nil {
-		if err := vb.Put(key, set); err != nil {
-			return err
-		}
+	if r.set != nil {
+		s.setsFrom = lowerKey(s.setsFrom, key)
 	}
 	v, err := r.encode()
 	if err != nil {
@@ -382,33 +375,31 @@ func (s *Site) commitMinute(tx *bolt.Tx, m *minutePrep, names []string, last []b
 }
 
 // mergeMinute merges a prepared minute, whose page views per path are top,
-// into its record r, whose visitor set is stored (nil if none), keeping
-// topPages pages, and returns the visitor set to store, nil if none. The
-// minute's sketch must be made (minutePrep.sketch), unless r is empty and
-// the caller encodes the sketch's binary form itself. The minute's visitor count stays
-// exact while its visitor set is stored; once the set has been compacted
-// away, new visitors can only go into the sketch and the count becomes
-// the sketch's estimate.
-func mergeMinute(r *record, stored []byte, m *minutePrep, top []logtally.PageCount, topPages int) ([]byte, error) {
+// into its record r, keeping topPages pages. The minute's visitor count
+// stays exact while it keeps its visitor set (r.set), which the delta's
+// visitors are merged into, or while it has none; once the set has been
+// compacted into a sketch, new visitors can only go into the sketch, made
+// for the delta with buf, and the count becomes the sketch's estimate.
+func mergeMinute(r *record, m *minutePrep, top []logtally.PageCount, topPages int, buf *sketchBuf) error {
 	d := m.d
 	r.add(d)
-	var set []byte
-	if len(d.Visitors) > 0 {
-		addSketch(r, r.Visitors, len(d.Visitors), m.hll)
-		if !r.Approximate && (stored != nil || r.Visitors == 0) {
-			var n int
-			var err error
-			if set, n, err = mergeHashes(stored, d.Visitors); err != nil {
-				return nil, err
+	if n := len(d.Visitors); n > 0 {
+		if !r.Approximate && (r.set != nil || r.Visitors == 0) {
+			// As addSketch would have made the sketch dense.
+			r.denseSet = r.denseSet || r.Visitors+int64(n) >= denseFrom
+			set, count, err := mergeHashes(r.set, d.Visitors)
+			if err != nil {
+				return err
 			}
-			r.Visitors = int64(n)
+			r.set, r.Visitors = set, int64(count)
 		} else {
+			addSketch(r, r.Visitors, n, m.sketch(buf))
 			r.Approximate = true
 			r.Visitors = int64(r.hll.Estimate())
 		}
 	}
 	r.mergeTop(top, topPages)
-	return set, nil
+	return nil
 }
 
 func getUvarint(b []byte) uint64 {

@@ -25,8 +25,11 @@ import (
 //	positions/<file id>             uint64 offset after the last committed line
 //	positions/stream:<path>         int64 unix nanoseconds: where the stream of a
 //	                                followed path starts (see StreamSince)
-//	sites/<site>/minutes/<minute>   record (unix minute, uint64)
-//	sites/<site>/visitors/<minute>  sorted visitor hashes of a recent minute
+//	sites/<site>/minutes/<minute>   record (unix minute, uint64); a minute
+//	                                within Config.ExactVisitorsSpan of the
+//	                                newest, or written lately, holds its
+//	                                exact visitor set in place of its sketch
+//	                                (see record.set)
 //	sites/<site>/hours/<hour>       record (unix hour, uint64)
 //	sites/<site>/days/<yyyymmdd>    record (uint32 date in the zone of Config.TZ)
 //	sites/<site>/paths/<shard>      all-time page views of the paths of one of
@@ -50,7 +53,6 @@ var (
 	bucketPositions = []byte("positions")
 	bucketSites     = []byte("sites")
 	bucketMinutes   = []byte("minutes")
-	bucketVisitors  = []byte("visitors")
 	bucketHours     = []byte("hours")
 	bucketDays      = []byte("days")
 	bucketPaths     = []byte("paths")
@@ -60,9 +62,13 @@ var (
 	bucketPathLog   = []byte("pathlog")
 	bucketOutbox    = []byte("outbox")
 
-	siteBuckets = [][]byte{bucketMinutes, bucketVisitors, bucketHours, bucketDays, bucketPaths,
+	siteBuckets = [][]byte{bucketMinutes, bucketHours, bucketDays, bucketPaths,
 		bucketDayPaths, bucketCounters, bucketSeconds, bucketPathLog}
 )
+
+// bucketVisitors held the visitor sets of recent minutes, apart from their
+// records, until schema 6 (see moveSets).
+var bucketVisitors = []byte("visitors")
 
 // The keys of meta and of a site's counters.
 var (
@@ -87,6 +93,18 @@ func u64(v uint64) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
 	return b[:]
+}
+
+// lowerKey returns the lower of two keys, nil standing for the lowest:
+// where a scan from either would start.
+func lowerKey(a, b []byte) []byte {
+	if a == nil || b == nil {
+		return nil
+	}
+	if bytes.Compare(b, a) < 0 {
+		return bytes.Clone(b)
+	}
+	return a
 }
 
 // uint64Key reads a key that u64 wrote.

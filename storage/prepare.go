@@ -11,14 +11,14 @@ import (
 
 // A commit's write transaction is one goroutine (bbolt has one writer),
 // and most of what it did per line needs nothing stored: sorting a
-// minute's visitors, building its sketch, counting its page views per
-// path and ranking them, adding them to their hour's and day's sketches.
-// prepareMinutes does that for every minute of a batch before the
-// transaction, on up to GOMAXPROCS goroutines, each a run of minutes with
-// scratch of its own; the transaction then only merges what was prepared
-// with what is stored. So the commit's serial part costs per minute and
-// per path of a minute rather than per line, and a replay's commits keep
-// up with apply and parsing on more cores.
+// minute's visitors, counting its page views per path and ranking them,
+// adding them to their hour's and day's sketches, encoding the minute as
+// it is stored new. prepareMinutes does that for every minute of a batch
+// before the transaction, on up to GOMAXPROCS goroutines, each a run of
+// minutes with scratch of its own; the transaction then only merges what
+// was prepared with what is stored. So the commit's serial part costs per
+// minute and per path of a minute rather than per line, and a replay's
+// commits keep up with apply and parsing on more cores.
 
 // minutePrep is what a commit derives from one minute's delta before its
 // transaction.
@@ -26,15 +26,13 @@ type minutePrep struct {
 	minute int64
 	d      *tally.Delta // its visitors sorted, repeats dropped
 	day    string       // dayKey of the minute, in the site's zone
-	// hll holds the delta's visitors: sparse below denseFrom of them,
-	// dense from it (see addSketch). A sparse one is made only when the
-	// transaction merges the minute into a stored one (see sketch).
+	// hll holds the delta's visitors, made only when the transaction
+	// merges them into a minute that keeps no set (see sketch).
 	hll *hyperloglog.Sketch
 	ids []pathDelta // page views per path number
-	// rec and set are the minute's record and visitor set encoded as they
-	// are stored when nothing is stored for it yet; rec is nil if it
-	// could not be encoded (the transaction then tries and says why).
-	rec, set []byte
+	// rec is the minute's record encoded as it is stored when nothing is
+	// stored for it yet: with its visitor set.
+	rec []byte
 }
 
 // rollups are the hour and day records a batch's minutes add up to.
@@ -50,7 +48,6 @@ type prepScratch struct {
 	buckets []int32
 	hashes  []uint64
 	ids     []pathDelta // the minutes' (minutePrep.ids), until released
-	sketch  sketchBuf
 }
 
 // minPrepMinutes is the fewest minutes a preparing goroutine is given: a
@@ -164,18 +161,6 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		p.day = string(dayKey(unixMinute(p.minute), s.loc))
 		rollup(r.hours, logtally.FloorDiv(p.minute, 60), d)
 		rollup(r.days, p.day, d)
-		var sparse []byte // the sketch's binary form, for a sparse one
-		if n := len(d.Visitors); n >= denseFrom {
-			p.hll = hyperloglog.NewNoSparse()
-			for _, v := range d.Visitors {
-				p.hll.InsertHash(v)
-			}
-		} else if n > 0 {
-			var ok bool
-			if sparse, ok = minuteSketchData(d.Visitors, &sc.sketch); !ok {
-				p.hll = insertSketch(d.Visitors)
-			}
-		}
 		for _, id := range d.Views {
 			sc.pages.add(id, 1)
 		}
@@ -184,17 +169,13 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 			p.ids[i] = pathDelta{id, sc.pages.n[id]}
 		}
 		sc.top = sc.pages.take(names, sc.top[:0])
-		// As the transaction would store it new, with the sketch's binary
-		// form if it is sparse; a merge with a stored minute makes the
-		// sketch itself (minutePrep.sketch).
-		var rec record
-		if set, err := mergeMinute(&rec, nil, p, sc.top, s.cfg.TopPages); err == nil {
-			if sparse != nil {
-				p.rec, p.set = rec.encodeSketch(sparse), set
-			} else if p.rec, err = rec.encode(); err == nil {
-				p.set = set
-			}
-		}
+		// As the transaction would store it new: a merge with a stored
+		// minute merges the delta itself (see mergeMinute).
+		rec := record{denseSet: len(d.Visitors) >= denseFrom}
+		rec.add(d)
+		rec.Visitors = int64(len(d.Visitors))
+		rec.mergeTop(sc.top, s.cfg.TopPages)
+		p.rec = rec.encodeSet(d.Visitors)
 	}
 	sc.buckets, sc.hashes = sorter.buckets, sorter.hashes
 	r.seal()
@@ -202,10 +183,15 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 }
 
 // sketch returns the minute's sketch, nil if it has no visitors: made from
-// its visitors, sorted by now, if prepare left it to be made (sparse).
+// its visitors, sorted by now, as a commit of them to a new minute would
+// have stored it (see setSketch).
 func (m *minutePrep) sketch(buf *sketchBuf) *hyperloglog.Sketch {
 	if m.hll == nil && len(m.d.Visitors) > 0 {
-		m.hll = minuteSketch(m.d.Visitors, buf)
+		if len(m.d.Visitors) >= denseFrom {
+			m.hll = denseSketch(m.d.Visitors)
+		} else {
+			m.hll = minuteSketch(m.d.Visitors, buf)
+		}
 	}
 	return m.hll
 }

@@ -30,10 +30,10 @@ type Pruned struct {
 // totals, and deletes expired data in small transactions: minutes past the
 // minute retention, hours and per-day path counts past the hour retention,
 // days past the day retention, each counted back from the newest line
-// stored (see retention.go), and the exact visitor sets of minutes further
-// than ExactVisitorsSpan behind the newest minute. It returns what it
-// deleted of each resolution, leaving out the visitor sets, which only turn
-// exact counts into kept ones.
+// stored (see retention.go), and turns the exact visitor sets of minutes
+// further than ExactVisitorsSpan behind the newest minute into their
+// sketches. It returns what it deleted of each resolution, leaving out the
+// visitor sets, which only turn exact counts into kept ones.
 //
 // Every site is pruned in turn, its retention counted back from its own
 // newest line: a site that stopped receiving lines keeps its last history.
@@ -100,9 +100,9 @@ func (s *Site) pruneJobs(f floors, r Retention) []pruneJob {
 }
 
 // tidy does what pruning does before it deletes: it compacts the path log,
-// folds the days before now's into the all-time path totals, and drops the
+// folds the days before now's into the all-time path totals, and turns the
 // exact visitor sets of minutes further than ExactVisitorsSpan behind the
-// newest.
+// newest into their sketches.
 func (s *Site) tidy(ctx context.Context, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -122,7 +122,7 @@ func (s *Site) tidy(ctx context.Context, now time.Time) error {
 	if err != nil || !ok {
 		return err
 	}
-	_, err = s.compactVisitors(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now)
+	_, err = s.compactSets(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now)
 	return err
 }
 
@@ -186,16 +186,6 @@ func (s *Site) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted 
 		}
 	}
 	return n, err
-}
-
-// compactVisitors drops the exact visitor sets of minutes before end that no
-// commit wrote in the last recentWrite.
-func (s *Site) compactVisitors(ctx context.Context, end []byte, now time.Time) (int, error) {
-	s.st.writeMu.Lock()
-	recent := s.written.recent(now)
-	s.st.writeMu.Unlock()
-	keep := func(k []byte) bool { return recent(int64(uint64Key(k))) }
-	return s.deleteAllBefore(ctx, bucketVisitors, end, keep, nil)
 }
 
 // deleteAllBefore deletes keys before end in transactions of pruneBatch,

@@ -193,7 +193,7 @@ func (src seriesSource) fill(b *bolt.Bucket, starts []time.Time, out *logtally.S
 			p.Visitors += r.Visitors
 			continue
 		}
-		if err := visitors.add(out, i, sk); err != nil {
+		if err := visitors.add(out, i, sk, &r); err != nil {
 			return fmt.Errorf("key %x: %w", k, err)
 		}
 	}
@@ -207,17 +207,20 @@ type stepVisitors struct {
 	at int // the step u holds the sketches of; -1: none yet
 }
 
-// add adds a minute's sketch (its binary form, empty if it has none) to
-// step i, estimating the visitors of the step before once i has moved
-// past it.
-func (sv *stepVisitors) add(out *logtally.Series, i int, sk []byte) error {
+// add adds a minute's sketch (its binary form, empty if it has none), or
+// the visitor set that stands for it (r.set), to step i, estimating the
+// visitors of the step before once i has moved past it.
+func (sv *stepVisitors) add(out *logtally.Series, i int, sk []byte, r *record) error {
 	if i != sv.at && sv.at >= 0 {
 		if err := sv.flush(out); err != nil {
 			return err
 		}
 	}
 	sv.at = i
-	if len(sk) > 0 {
+	switch {
+	case r.set != nil:
+		sv.u.addSet(r.set, r.denseSet)
+	case len(sk) > 0:
 		return sv.u.add(sk)
 	}
 	return nil
@@ -338,14 +341,28 @@ func (s *Site) WindowSeconds(from, to int64) ([]logtally.Second, error) {
 // MinuteVisitors returns the exact visitor set stored for a minute, if it is
 // still kept and not damaged (see Damage).
 func (s *Site) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err error) {
+	key := minuteKey(minute)
 	err = s.st.view(func(tx *bolt.Tx) error {
-		v := s.bucket(tx, bucketVisitors).Get(minuteKey(minute))
+		bucket, v := bucketMinutes, s.bucket(tx, bucketMinutes).Get(key)
 		if v == nil {
 			return nil
 		}
-		set, err = decodeHashes(v)
+		var r record
+		field, err := r.decodeCounts(v)
+		if err == nil && r.set == nil {
+			// A file of schema 5, opened read-only, or being upgraded,
+			// keeps sets apart (see moveSets).
+			vb := s.bucket(tx, bucketVisitors)
+			if vb == nil || vb.Get(key) == nil {
+				return nil
+			}
+			bucket, field = bucketVisitors, vb.Get(key)
+		}
+		if err == nil {
+			set, err = decodeHashes(field)
+		}
 		if err != nil {
-			s.damaged(bucketVisitors, minuteKey(minute), err) // as if no longer kept
+			s.damaged(bucket, key, err) // as if no longer kept
 			return nil
 		}
 		ok = true

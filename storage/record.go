@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -30,11 +31,35 @@ const (
 // of up to 32 bits in a row.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// The bits of a record's flags.
+const (
+	flagApproximate = 1 << 0 // its visitors are an estimate
+	// flagSet says that the field of the sketch holds the minute's exact
+	// visitors instead, sorted and distinct, 8 bytes big-endian each (see
+	// record.set): the sketch can be made from them whenever it is needed.
+	flagSet = 1 << 1
+	// flagDense, with flagSet, says that the sketch the visitors make is
+	// dense (see record.denseSet).
+	flagDense  = 1 << 2
+	knownFlags = flagApproximate | flagSet | flagDense
+)
+
 // record is a stored value: the counts and the visitor sketch that lets
 // minutes merge into hours and days.
 type record struct {
 	logtally.Counts
 	hll *hyperloglog.Sketch
+	// set is a minute's exact visitors, encoded as encodeHashes does, which
+	// it stores in place of its sketch while it keeps them (flagSet; hll
+	// is then nil): the sketch would only repeat them (see sets.go).
+	// Compaction turns the set into the sketch (compactSets). Nil if the
+	// minute keeps none.
+	set []byte
+	// denseSet says that the sketch of set is dense, as a commit of set's
+	// visitors would have made it (see addSketch): the set reached
+	// denseFrom visitors, or a commit brought it there counting some it
+	// held already again.
+	denseSet bool
 	// An hour's or a day's sketch is either hll, dense, or its keys,
 	// sparse, while a commit works on it (see rollup.go); a minute's is
 	// hll, in the form its visitors call for (see addSketch).
@@ -195,13 +220,17 @@ func quickselect[T any](s []T, k int, cmp func(a, b T) int) {
 	}
 }
 
-// encode lays a record out as: version; uvarint flags (bit 0: approximate);
+// encode lays a record out as: version; uvarint flags (see flagSet);
 // uvarint requests, page views, visitors, bytes, rejected; five uvarint
 // status classes; uvarint n and n x (uvarint length, path, uvarint views)
-// top pages; uvarint other; uvarint length and the sketch's binary form;
-// the CRC-32C of all of that, 4 bytes big-endian.
+// top pages; uvarint other; uvarint length and the sketch's binary form,
+// or with flagSet the visitor set; the CRC-32C of all of that, 4 bytes
+// big-endian.
 func (r *record) encode() ([]byte, error) {
-	if r.hll == nil {
+	switch {
+	case r.set != nil:
+		return appendSum(append(r.appendHead(r.flags(true), len(r.set)), r.set...)), nil
+	case r.hll == nil:
 		return r.encodeSketch(nil), nil
 	}
 	sk, err := r.hll.MarshalBinary()
@@ -212,14 +241,43 @@ func (r *record) encode() ([]byte, error) {
 }
 
 // encodeSketch is encode with sk, a sketch's binary form (nil: none), in
-// place of r's sketch.
+// place of r's sketch. r holds no set.
 func (r *record) encodeSketch(sk []byte) []byte {
-	b := make([]byte, 0, 64+pathListSize(r.Top)+len(sk))
-	b = append(b, recordEncoding)
-	var flags uint64
-	if r.Approximate {
-		flags |= 1
+	return appendSum(append(r.appendHead(r.flags(false), len(sk)), sk...))
+}
+
+// encodeSet is encode of a minute whose exact visitors are set, sorted and
+// distinct, in place of r.set: a minute stored new is encoded without its
+// set encoded apart first.
+func (r *record) encodeSet(set []uint64) []byte {
+	b := r.appendHead(r.flags(len(set) > 0), 8*len(set))
+	for _, v := range set {
+		b = binary.BigEndian.AppendUint64(b, v)
 	}
+	return appendSum(b)
+}
+
+// flags returns r's flags; set says that it holds its visitor set.
+func (r *record) flags(set bool) uint64 {
+	var f uint64
+	if r.Approximate {
+		f |= flagApproximate
+	}
+	if set {
+		f |= flagSet
+		if r.denseSet {
+			f |= flagDense
+		}
+	}
+	return f
+}
+
+// appendHead returns the version and fields of r up to the length of its
+// sketch or set, which is field bytes long, in a slice with room for them
+// and the checksum.
+func (r *record) appendHead(flags uint64, field int) []byte {
+	b := make([]byte, 0, 64+pathListSize(r.Top)+field)
+	b = append(b, recordEncoding)
 	for _, v := range []uint64{flags, uint64(r.Requests), uint64(r.PageViews), uint64(r.Visitors),
 		uint64(r.Bytes), uint64(r.Rejected)} {
 		b = binary.AppendUvarint(b, v)
@@ -229,8 +287,7 @@ func (r *record) encodeSketch(sk []byte) []byte {
 	}
 	b = appendPathList(b, r.Top)
 	b = binary.AppendUvarint(b, uint64(r.Other))
-	b = binary.AppendUvarint(b, uint64(len(sk)))
-	return appendSum(append(b, sk...))
+	return binary.AppendUvarint(b, uint64(field))
 }
 
 // appendSum appends to an encoded record its checksum.
@@ -254,41 +311,60 @@ func unsummed(b []byte) ([]byte, error) {
 	return body[1:], nil
 }
 
-// decode reads an encoded record. Nothing in r aliases b.
-func (r *record) decode(b []byte, withSketch bool) error {
-	sk, err := r.decodeFields(b, true)
+// decode reads an encoded record. With visitors, it reads the sketch, or
+// the set that stands for it. Nothing in r aliases b.
+func (r *record) decode(b []byte, visitors bool) error {
+	field, err := r.decodeFields(b, true)
 	if err != nil {
 		return err
 	}
 	r.hll = nil
-	if withSketch && len(sk) > 0 {
-		r.hll = hyperloglog.New14()
-		if err := r.hll.UnmarshalBinary(sk); err != nil {
-			return fmt.Errorf("record sketch: %v: %w", err, ErrCorrupt)
-		}
+	switch {
+	case !visitors:
+		r.set = nil
+	case r.set != nil:
+		r.set = bytes.Clone(field)
+	default:
+		return r.readSketch(field)
+	}
+	return nil
+}
+
+// readSketch makes r's sketch from its binary form (none if empty).
+func (r *record) readSketch(field []byte) error {
+	r.hll = nil
+	if len(field) == 0 {
+		return nil
+	}
+	r.hll = hyperloglog.New14()
+	if err := r.hll.UnmarshalBinary(field); err != nil {
+		r.hll = nil
+		return fmt.Errorf("record sketch: %v: %w", err, ErrCorrupt)
 	}
 	return nil
 }
 
 // decodeCounts reads an encoded record's counts, skipping its top pages
-// (r.Top is nil and r.Other 0), and returns its sketch's binary form, which
-// aliases b. A series reads thousands of minutes and none of their pages.
-func (r *record) decodeCounts(b []byte) (sketch []byte, err error) {
-	sk, err := r.decodeFields(b, false)
+// (r.Top is nil and r.Other 0), and returns its sketch's binary form, or
+// its set if r.set is not nil, which alias b. A series reads thousands of
+// minutes and none of their pages.
+func (r *record) decodeCounts(b []byte) (field []byte, err error) {
+	field, err = r.decodeFields(b, false)
 	r.Top, r.Other, r.hll = nil, 0, nil
-	return sk, err
+	return field, err
 }
 
 // decodeFields reads the fields of an encoded record, the top pages only
-// if top, and returns the sketch's binary form, which aliases b.
-func (r *record) decodeFields(b []byte, top bool) (sketch []byte, err error) {
+// if top, and returns the sketch's binary form or the set, which alias b:
+// r.set is the set if the record holds one, nil if not.
+func (r *record) decodeFields(b []byte, top bool) (field []byte, err error) {
 	fields, err := unsummed(b)
 	if err != nil {
 		return nil, err
 	}
 	d := decoder{b: fields}
 	flags := d.uvarint()
-	r.Approximate = flags&1 != 0
+	r.Approximate, r.denseSet = flags&flagApproximate != 0, flags&flagDense != 0
 	r.Requests, r.PageViews, r.Visitors = int64(d.uvarint()), int64(d.uvarint()), int64(d.uvarint())
 	r.Bytes, r.Rejected = int64(d.uvarint()), int64(d.uvarint())
 	for i := range r.Status {
@@ -300,14 +376,37 @@ func (r *record) decodeFields(b []byte, top bool) (sketch []byte, err error) {
 		d.pathList(func([]byte, int64) {})
 	}
 	r.Other = int64(d.uvarint())
-	sk := d.bytes()
-	if d.err != nil {
+	field = d.bytes()
+	switch {
+	case d.err != nil:
 		return nil, fmt.Errorf("record: %w", d.err)
-	}
-	if len(d.b) != 0 {
+	case len(d.b) != 0:
 		return nil, fmt.Errorf("record trailing bytes: %w", ErrCorrupt)
+	case flags&^knownFlags != 0:
+		return nil, fmt.Errorf("record flags %#x: %w", flags, ErrCorrupt)
 	}
-	return sk, nil
+	r.set = nil
+	if flags&flagSet != 0 {
+		if err := checkSetField(field, r); err != nil {
+			return nil, err
+		}
+		r.set = field
+	} else if r.denseSet {
+		return nil, fmt.Errorf("record flags %#x: dense without a set: %w", flags, ErrCorrupt)
+	}
+	return field, nil
+}
+
+// checkSetField checks the set of a record whose counts r holds: whole
+// hashes, sorted and distinct, as many as its exact visitors.
+func checkSetField(set []byte, r *record) error {
+	switch {
+	case len(set) == 0 || len(set)%8 != 0:
+		return fmt.Errorf("visitor set of %d bytes: %w", len(set), ErrCorrupt)
+	case r.Approximate || int64(len(set)/8) != r.Visitors:
+		return fmt.Errorf("visitor set of %d with %d visitors (approximate %t): %w", len(set)/8, r.Visitors, r.Approximate, ErrCorrupt)
+	}
+	return checkHashes(set)
 }
 
 // encodeHashes encodes a sorted set of visitor hashes.
@@ -328,6 +427,20 @@ func decodeHashes(b []byte) ([]uint64, error) {
 		out[i] = binary.BigEndian.Uint64(b[8*i:])
 	}
 	return out, nil
+}
+
+// checkHashes checks an encoded visitor set: whole hashes, sorted and
+// distinct, as mergeHashes writes them.
+func checkHashes(b []byte) error {
+	if len(b)%8 != 0 {
+		return fmt.Errorf("visitor set of %d bytes: %w", len(b), ErrCorrupt)
+	}
+	for i := 8; i < len(b); i += 8 {
+		if binary.BigEndian.Uint64(b[i:]) <= binary.BigEndian.Uint64(b[i-8:]) {
+			return fmt.Errorf("visitor set out of order at %d of %d: %w", i/8, len(b)/8, ErrCorrupt)
+		}
+	}
+	return nil
 }
 
 // mergeHashes merges a sorted, distinct delta into an encoded visitor set,

@@ -157,6 +157,8 @@ func (r *record) decodeRollup(v []byte) error {
 	switch {
 	case err != nil:
 		return err
+	case r.set != nil:
+		return fmt.Errorf("a visitor set in an hour or a day: %w", ErrCorrupt)
 	case len(sk) == 0:
 		return nil
 	case !isSparse(sk):

@@ -58,8 +58,22 @@ func storedHashes(t *testing.T, path string) (salts []uint64, hashes map[uint64]
 				salts = append(salts, binary.BigEndian.Uint64(v))
 			}
 		}
-		return tx.Bucket(bucketSites).Bucket([]byte("default")).Bucket(bucketVisitors).ForEach(func(_, v []byte) error {
-			set, err := decodeHashes(v)
+		site := tx.Bucket(bucketSites).Bucket([]byte("default"))
+		if vb := site.Bucket(bucketVisitors); vb != nil { // schema 5 and before
+			return vb.ForEach(func(_, v []byte) error {
+				set, err := decodeHashes(v)
+				for _, h := range set {
+					hashes[h] = true
+				}
+				return err
+			})
+		}
+		return site.Bucket(bucketMinutes).ForEach(func(_, v []byte) error {
+			var r record
+			if err := r.decode(v, true); err != nil {
+				return err
+			}
+			set, err := decodeHashes(r.set)
 			for _, h := range set {
 				hashes[h] = true
 			}

@@ -28,6 +28,10 @@ type Site struct {
 	numbers numbering     // the path numbers of the site's last batch (see numbering)
 	written writes        // the minutes commits wrote of late (see recentWrite)
 	kept    logtally.Kept // lines committed to each resolution since Open
+	// setsFrom is the key of the oldest minute that may hold its visitor
+	// set, nil for the first: compaction looks for sets from there (see
+	// compactSets), not through every stored minute.
+	setsFrom []byte
 }
 
 // newSite returns the state of a site whose path log is not loaded yet.

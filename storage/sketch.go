@@ -90,3 +90,29 @@ type sketchBuf struct {
 	keys []uint32
 	data []byte
 }
+
+// denseSketch is the dense sketch of visitors.
+func denseSketch(visitors []uint64) *hyperloglog.Sketch {
+	sk := hyperloglog.NewNoSparse()
+	for _, v := range visitors {
+		sk.InsertHash(v)
+	}
+	return sk
+}
+
+// setSketch returns the binary form of the sketch of a minute's visitors,
+// sorted and distinct, dense if dense: the bytes a commit of them all to a
+// new minute stored before minutes kept their sets in place of their
+// sketches (prepare's minuteSketchData, or insertSketch, below denseFrom;
+// addSketch's dense sketch from it), so that a set compacted into its
+// sketch is the minute it always was (TestCompactedSetIsTheSketch). The
+// sparse form is built in buf, and valid until its next use.
+func setSketch(visitors []uint64, dense bool, buf *sketchBuf) ([]byte, error) {
+	if dense {
+		return denseSketch(visitors).MarshalBinary()
+	}
+	if data, ok := minuteSketchData(visitors, buf); ok {
+		return data, nil
+	}
+	return insertSketch(visitors).MarshalBinary()
+}

@@ -46,8 +46,15 @@ import (
 // encoding 2, see record.go) and stores the zone days are cut in (see
 // zone.go); a version 4 program would take a checksummed record for a
 // damaged one, so it refuses the file instead. Open upgrades a version 4
-// file by writing the version: its records are read as they are.
-const SchemaVersion = 5
+// file by writing the version: its records are read as they are. Version 6
+// stores a minute's exact visitor set in its record, in place of the
+// sketch the set stands for, rather than apart in a bucket of visitor
+// sets (see sets.go): one value a site-minute, not two. A version 5
+// program would take such a record for a damaged one and find no set, so
+// it refuses the file. Open upgrades a version 5 file in place: it writes
+// the version, then moves each kept set into its minute's record and
+// drops the sets' buckets, in transactions of its own (see moveSets).
+const SchemaVersion = 6
 
 var (
 	// ErrSchema means the file was written by an incompatible version of
@@ -206,7 +213,7 @@ type Store struct {
 
 	// writeMu is held by whatever writes counts or a path log (Commit,
 	// compaction, folding, CopySite) for its whole length, and by whoever
-	// reads a site's touched. It guards the fields below and each site's
+	// reads the minutes a site's commits wrote. It guards the fields below and each site's
 	// writer state, and makes its holder every path log's writer.
 	writeMu sync.Mutex
 	scratch scratch
@@ -274,6 +281,9 @@ func Open(cfg Config, now func() time.Time) (*Store, error) {
 		}
 		return s.openOutbox(tx)
 	})
+	if err == nil {
+		err = s.moveSets()
+	}
 	if err == nil {
 		err = s.scrubSalts()
 	}

@@ -459,6 +459,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	r := record{Counts: logtally.Counts{Requests: 1, Top: []logtally.PageCount{{Path: "/", PageViews: 1}}}}
 	enc, _ := r.encode()
 	f.Add(enc)
+	r.Visitors, r.set = 2, encodeHashes([]uint64{3, 7})
+	enc, _ = r.encode()
+	f.Add(enc) // a minute that holds its visitor set
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r record
 		if err := r.decode(b, true); err != nil && !errors.Is(err, ErrCorrupt) {

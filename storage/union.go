@@ -51,6 +51,41 @@ func (u *union) add(b []byte) error {
 	return nil
 }
 
+// addSet adds the sketch that a minute's visitor set stands for (see
+// record.set), dense if dense: the keys of its visitors, or its dense
+// sketch, as the sketch's binary form would add them (see setSketch). The
+// set is whole hashes; it may be reused once addSet returns.
+func (u *union) addSet(set []byte, dense bool) {
+	u.any = true
+	if dense {
+		sk := hyperloglog.NewNoSparse()
+		for i := 0; i+8 <= len(set); i += 8 {
+			sk.InsertHash(binary.BigEndian.Uint64(set[i:]))
+		}
+		if u.dense == nil {
+			u.dense = sk
+		} else {
+			u.dense.Merge(sk) // of the same precision: no error
+		}
+		return
+	}
+	// The hashes are sorted, and so are their keys but for the few whose
+	// 11 bits under the top 14 are zero (one in 2,048), which carry the
+	// rank of their first bit after the top 25 and go with the tmp sets'
+	// keys: the set merges in one pass, as a sketch's sorted list does.
+	u.run = u.run[:0]
+	for i := 0; i+8 <= len(set); i += 8 {
+		k := sparseKey(binary.BigEndian.Uint64(set[i:]))
+		switch n := len(u.run); {
+		case k&1 != 0:
+			u.loose = append(u.loose, k)
+		case n == 0 || u.run[n-1] != k:
+			u.run = append(u.run, k)
+		}
+	}
+	u.merge()
+}
+
 // isSparse reports whether b is the binary form of a sparse sketch of
 // precision hllPrecision.
 func isSparse(b []byte) bool {

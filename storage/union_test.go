@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/axiomhq/hyperloglog"
@@ -71,5 +72,57 @@ func TestUnionRefusesCorruptSketch(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%d bytes: got %v, want ErrCorrupt", len(bad), err)
 		}
+	}
+}
+
+// TestUnionOfSetsMatchesSketches: a minute's visitor set, added to a union
+// in place of its sketch (see record.set), adds what the sketch it stands
+// for (setSketch) adds, beside sketches and other sets: sparse and dense,
+// and with hashes whose 11 bits under the top 14 are zero, whose keys fall
+// out of the sets' order.
+func TestUnionOfSetsMatchesSketches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		minutes, visitors int
+		rare              int // visitors of each minute whose 11 bits under the top 14 are zero
+	}{
+		{1, 1, 0}, {1, 3, 1}, {5, 6, 1}, {15, 900, 5}, {5, 2047, 2}, {3, 2048, 2}, {4, 5000, 3},
+	} {
+		t.Run(fmt.Sprint(tc.minutes, "x", tc.visitors), func(t *testing.T) {
+			var sets, sketches union
+			var buf sketchBuf
+			for m := range tc.minutes {
+				set := make([]uint64, 0, tc.visitors)
+				for i := range tc.visitors {
+					h := rng.Uint64()
+					if i < tc.rare {
+						h &^= (1<<11 - 1) << (64 - 25)
+					}
+					set = append(set, h)
+				}
+				slices.Sort(set)
+				set = slices.Compact(set)
+				dense := len(set) >= denseFrom
+				sk, err := setSketch(set, dense, &buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sketches.add(sk); err != nil {
+					t.Fatal(err)
+				}
+				if m%2 == 0 { // every other minute by its sketch in both
+					if err := sets.add(sk); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				sets.addSet(encodeHashes(set), dense)
+			}
+			got, _, err := sets.estimate()
+			want, _, err2 := sketches.estimate()
+			if err != nil || err2 != nil || got != want {
+				t.Errorf("sets and sketches: %d visitors (%v), sketches alone %d (%v)", got, err, want, err2)
+			}
+		})
 	}
 }

@@ -27,9 +27,9 @@ type valueCheck func(key, value []byte) error
 var valueChecks = map[string]valueCheck{
 	"meta":                  checkMeta,
 	"positions":             fixedLength(8),
-	"sites/<site>/minutes":  checkRecord(8),
-	"sites/<site>/hours":    checkRecord(8),
-	"sites/<site>/days":     checkRecord(4),
+	"sites/<site>/minutes":  checkRecord(8, true),
+	"sites/<site>/hours":    checkRecord(8, false),
+	"sites/<site>/days":     checkRecord(4, false),
 	"sites/<site>/visitors": checkVisitors,
 	"sites/<site>/paths":    keyed(2, checkShard),
 	"sites/<site>/daypaths": keyed(6, checkShard),
@@ -73,31 +73,29 @@ func fixedLength(n int) valueCheck {
 	}
 }
 
-// checkRecord checks a minute, hour or day, whose key is n bytes: the
-// whole record, sketch included, as decode reads it.
-func checkRecord(n int) valueCheck {
+// checkRecord checks a minute (if minute), an hour or a day, whose key is n
+// bytes: the whole record, sketch or visitor set included, as decode reads
+// it; only a minute holds a set.
+func checkRecord(n int, minute bool) valueCheck {
 	return keyed(n, func(v []byte) error {
 		var r record
-		return r.decode(v, true)
+		if err := r.decode(v, true); err != nil {
+			return err
+		}
+		if r.set != nil && !minute {
+			return fmt.Errorf("a visitor set in an hour or a day: %w", ErrCorrupt)
+		}
+		return nil
 	})
 }
 
-// checkVisitors checks a minute's visitor set: whole hashes, sorted and
-// distinct, as mergeHashes writes them.
+// checkVisitors checks a minute's visitor set as a file of schema 5 kept it
+// apart (see moveSets).
 func checkVisitors(k, v []byte) error {
 	if len(k) != 8 {
 		return fmt.Errorf("a key of %d bytes, want 8: %w", len(k), ErrCorrupt)
 	}
-	set, err := decodeHashes(v)
-	if err != nil {
-		return err
-	}
-	for i := 1; i < len(set); i++ {
-		if set[i] <= set[i-1] {
-			return fmt.Errorf("visitor set out of order at %d of %d: %w", i, len(set), ErrCorrupt)
-		}
-	}
-	return nil
+	return checkHashes(v)
 }
 
 // checkShard checks a path shard: a path list sorted by path, each path

@@ -1,0 +1,243 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A minute keeps its exact visitors while it is within
+// Config.ExactVisitorsSpan of the newest minute, or was written in the last
+// recentWrite: a late line then adds to the set, and the count stays
+// exact. Since schema 6 the set is stored in the minute's record, in place
+// of its sketch (record.set), which the set stands for: one value a
+// minute rather than a record and a set, each with its key and bbolt's
+// overhead, a Get and a Put, and no sketch built for a minute stored new.
+// A set of a few visitors is about as large as their sketch, a busy
+// minute's larger (8 bytes a visitor, against about 3), which a series
+// reads whole. Once the minute is past the span, compaction (part of
+// Prune) rewrites the record with the sketch its set makes, the sketch a
+// commit of those visitors made before (setSketch); reading it, a query
+// cannot tell the two apart.
+
+// scanBatch is how many minutes one compaction transaction looks at most:
+// the first compaction after Open looks through every stored minute, and
+// holds the write lock for a few milliseconds at a time.
+const scanBatch = 16 * pruneBatch
+
+// compactSets turns the visitor sets of minutes before end that no commit
+// wrote in the last recentWrite into the sketches they stand for, in
+// transactions of up to pruneBatch minutes, and returns how many it
+// turned. The minutes' visitor counts stay exact; a later line can only
+// add to the sketch, and makes them approximate (see mergeMinute).
+func (s *Site) compactSets(ctx context.Context, end []byte, now time.Time) (int, error) {
+	s.st.writeMu.Lock()
+	recent := s.written.recent(now)
+	// Commits from now on lower it to the minutes they give a set.
+	from := s.setsFrom
+	s.setsFrom = end
+	s.st.writeMu.Unlock()
+	keep := func(k []byte) bool { return recent(int64(uint64Key(k))) }
+	var buf sketchBuf
+	total := 0
+	var kept []byte // the first set kept
+	at := from
+	var err error
+	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		var n int
+		var next []byte
+		n, next, err = s.compactSetsTx(at, end, keep, &kept, &buf)
+		total += n
+		if err != nil || next == nil {
+			break
+		}
+		at = next
+	}
+	s.st.writeMu.Lock()
+	if err != nil { // the sets from at on are not all turned
+		s.setsFrom = lowerKey(s.setsFrom, at)
+	}
+	if kept != nil {
+		s.setsFrom = lowerKey(s.setsFrom, kept)
+	}
+	s.st.writeMu.Unlock()
+	return total, err
+}
+
+// compactSetsTx turns, in one transaction, the visitor sets of up to
+// pruneBatch minutes of the first scanBatch in [from, end) (nil: from the
+// first) that keep says not to keep into their sketches, made in buf. It sets *kept to the
+// first set kept, if none was, and returns how many it turned and the key
+// to go on from, nil if it reached end. A damaged record is passed over:
+// its set stays as it is, and Check names it.
+func (s *Site) compactSetsTx(from, end []byte, keep func(k []byte) bool, kept *[]byte, buf *sketchBuf) (n int, next []byte, err error) {
+	var keys, values [][]byte
+	err = s.st.update(func(tx *bolt.Tx) error {
+		mb := s.bucket(tx, bucketMinutes)
+		keys, values, next = keys[:0], values[:0], nil
+		c := mb.Cursor()
+		k, v := c.First()
+		if from != nil {
+			k, v = c.Seek(from)
+		}
+		for scanned := 0; k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
+			if len(keys) == pruneBatch || scanned == scanBatch {
+				next = bytes.Clone(k)
+				break
+			}
+			scanned++
+			if !holdsSet(v) {
+				continue
+			}
+			if keep(k) {
+				if *kept == nil {
+					*kept = bytes.Clone(k)
+				}
+				continue
+			}
+			if sketched, err := sketchSet(v, buf); err == nil {
+				keys, values = append(keys, bytes.Clone(k)), append(values, sketched)
+			}
+		}
+		if len(keys) == 0 {
+			return errNothingToDelete
+		}
+		mb.FillPercent = 1 // as commits write minutes
+		for i, k := range keys {
+			if err := mb.Put(k, values[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errNothingToDelete) {
+		return 0, next, nil
+	}
+	return len(keys), next, err
+}
+
+// holdsSet reports whether an encoded minute says that it holds its
+// visitor set, by its flags alone: its checksum is not checked, so that
+// compaction passes over the minutes that hold none by a byte each.
+func holdsSet(v []byte) bool {
+	return len(v) > 1 && v[0] == recordEncoding && v[1]&flagSet != 0
+}
+
+// sketchSet returns a minute record that holds its visitor set (see
+// record.set) with the set's sketch in its place: the record a minute had
+// before minutes kept their sets in place of their sketches, with its
+// visitors compacted away (see setSketch).
+func sketchSet(v []byte, buf *sketchBuf) ([]byte, error) {
+	var r record
+	if err := r.decode(v, true); err != nil {
+		return nil, err
+	}
+	set, err := decodeHashes(r.set)
+	if err != nil {
+		return nil, err
+	}
+	sk, err := setSketch(set, r.denseSet, buf)
+	if err != nil {
+		return nil, err
+	}
+	r.set, r.denseSet = nil, false
+	return r.encodeSketch(sk), nil
+}
+
+// moveSets moves the visitor sets that a file of schema 5 kept in a
+// bucket of their own (bucketVisitors) into their minutes' records, site
+// by site, in transactions of up to pruneBatch minutes, then drops the
+// bucket. Open writes schema 6 first, in its own transaction: a file whose
+// move was cut short is refused by a program of schema 5, which would take
+// a record holding a set for a damaged one, and its move goes on at the
+// next Open. The caller holds no lock: Open calls it before the store is
+// used.
+func (s *Store) moveSets() error {
+	var sites []*Site
+	err := s.view(func(tx *bolt.Tx) error {
+		for _, si := range s.siteList() {
+			if tx.Bucket(bucketSites).Bucket(si.key).Bucket(bucketVisitors) != nil {
+				sites = append(sites, si)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, si := range sites {
+		for {
+			n, err := si.moveSetsTx()
+			if err != nil {
+				return fmt.Errorf("site %s: move visitor sets into minutes: %w", si.name, err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// moveSetsTx moves up to pruneBatch visitor sets of the site into their
+// minutes' records, deleting them from bucketVisitors, or drops the bucket
+// once it is empty; it returns how many it moved, 0 when none is left.
+func (s *Site) moveSetsTx() (n int, err error) {
+	err = s.st.update(func(tx *bolt.Tx) error {
+		site := tx.Bucket(bucketSites).Bucket(s.key)
+		vb := site.Bucket(bucketVisitors)
+		if vb == nil {
+			return nil
+		}
+		var keys [][]byte
+		c := vb.Cursor()
+		for k, _ := c.First(); k != nil && len(keys) < pruneBatch; k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		if len(keys) == 0 {
+			return site.DeleteBucket(bucketVisitors)
+		}
+		mb := site.Bucket(bucketMinutes)
+		for _, k := range keys {
+			if v, ok := withSet(mb.Get(k), vb.Get(k)); ok {
+				if err := mb.Put(k, v); err != nil {
+					return err
+				}
+			}
+			if err := vb.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	return n, err
+}
+
+// withSet returns a minute's record v, stored with its sketch by a program
+// of schema 5, holding instead its visitor set, as that program stored
+// it apart; and false if the set cannot stand for the sketch (no record, a
+// damaged one or a damaged set, a count that is not the set's), which is
+// then dropped, as compaction would have: the record has the sketch.
+func withSet(v, set []byte) ([]byte, bool) {
+	var r record
+	if v == nil {
+		return nil, false
+	}
+	sk, err := r.decodeFields(v, true)
+	if err != nil || r.set != nil || r.Approximate || checkHashes(set) != nil || int64(len(set)/8) != r.Visitors {
+		return nil, false
+	}
+	// The form of the sketch is the one commits gave it, dense from
+	// denseFrom visitors, repeats counted (see addSketch).
+	r.set, r.denseSet = set, !isSparse(sk)
+	enc, err := r.encode()
+	return enc, err == nil
+}
