@@ -132,18 +132,21 @@ func (a *automaton) each(s []byte, f func(owner int) bool) bool {
 // hitBit marks, in fast, a transition to a state where a literal ends.
 const hitBit = 1 << 31
 
-// flatten fills fast from next: each transition as the offset of its
-// state's row, so that a step is one load and one add, with hitBit set
-// where a literal ends; the first pass of Match makes 100 of them an agent.
+// flatten turns next into fast, in place: each transition as the offset
+// of its state's row, so that a step is one load and one add, with hitBit
+// set where a literal ends; the first pass of Match makes 100 of them an
+// agent. In place, for a table of its own would be megabytes more that
+// every process clears and faults in at its start (BenchmarkNewDefault).
 func (a *automaton) flatten() {
 	if len(a.next) >= hitBit {
 		panic("crawler: too many literals") // 40 million states, not a list of agents
 	}
-	a.fast = make([]uint32, len(a.next))
-	for i, t := range a.next {
-		a.fast[i] = t * uint32(a.width)
+	a.fast = a.next
+	for i, t := range a.fast {
+		v := t * uint32(a.width)
 		if a.hit[t] {
-			a.fast[i] |= hitBit
+			v |= hitBit
 		}
+		a.fast[i] = v
 	}
 }

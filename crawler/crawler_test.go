@@ -338,3 +338,15 @@ func BenchmarkReference(b *testing.B) {
 		ref.match(ua)
 	}
 }
+
+// BenchmarkNewDefault builds the embedded list, as every process that
+// classifies lines does once at its start.
+func BenchmarkNewDefault(b *testing.B) {
+	patterns, exclusions := lines(crawlersTxt), lines(exclusionsTxt)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(patterns, exclusions); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
