@@ -276,14 +276,20 @@ func (r *record) flags(set bool) uint64 {
 // sketch or set, which is field bytes long, in a slice with room for them
 // and the checksum.
 func (r *record) appendHead(flags uint64, field int) []byte {
-	b := make([]byte, 0, 64+pathListSize(r.Top)+field)
-	b = append(b, recordEncoding)
-	for _, v := range []uint64{flags, uint64(r.Requests), uint64(r.PageViews), uint64(r.Visitors),
-		uint64(r.Bytes), uint64(r.Rejected)} {
-		b = binary.AppendUvarint(b, v)
+	head := [...]uint64{flags, uint64(r.Requests), uint64(r.PageViews), uint64(r.Visitors),
+		uint64(r.Bytes), uint64(r.Rejected), uint64(r.Status[0]), uint64(r.Status[1]),
+		uint64(r.Status[2]), uint64(r.Status[3]), uint64(r.Status[4])}
+	// Exactly the record's size: a commit of many sites holds tens of
+	// thousands of small records until its transaction writes them, and
+	// a bound (of 10 bytes a count) made them half again their size.
+	size := 1 + pathListSize(r.Top) + uvarintLen(uint64(r.Other)) + uvarintLen(uint64(field)) + field + recordSumSize
+	for _, v := range head {
+		size += uvarintLen(v)
 	}
-	for _, v := range r.Status {
-		b = binary.AppendUvarint(b, uint64(v))
+	b := make([]byte, 0, size)
+	b = append(b, recordEncoding)
+	for _, v := range head {
+		b = binary.AppendUvarint(b, v)
 	}
 	b = appendPathList(b, r.Top)
 	b = binary.AppendUvarint(b, uint64(r.Other))

@@ -455,6 +455,37 @@ func TestRecordEncodingGolden(t *testing.T) {
 	}
 }
 
+// TestRecordEncodedToSize: an encoded record takes exactly its room, for a
+// commit of many sites holds tens of thousands of them until it writes.
+func TestRecordEncodedToSize(t *testing.T) {
+	big := record{Counts: logtally.Counts{Requests: 1 << 62, PageViews: 1 << 40, Visitors: 2, Bytes: 1 << 50,
+		Rejected: 1 << 20, Status: [5]int64{1, 1 << 30, 1 << 14, 1 << 7, 127},
+		Top: []logtally.PageCount{{Path: strings.Repeat("/p", 100), PageViews: 1 << 35}, {Path: "/", PageViews: 1}}, Other: 1 << 45}}
+	withSet := big
+	withSet.set, withSet.denseSet = encodeHashes([]uint64{3, 7}), true
+	withSketch := big
+	for _, v := range []uint64{1, 5, 1 << 63} {
+		withSketch.sketch().InsertHash(v)
+	}
+	for name, r := range map[string]record{"empty": {}, "counts": big, "set": withSet, "sketch": withSketch} {
+		enc, err := r.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(enc) != cap(enc) {
+			t.Errorf("%s: %d bytes in a slice of %d", name, len(enc), cap(enc))
+		}
+		var back record
+		if err := back.decode(enc, true); err != nil || fmt.Sprint(back.Counts) != fmt.Sprint(r.Counts) {
+			t.Errorf("%s: round trip = %+v, %v; want %+v", name, back.Counts, err, r.Counts)
+		}
+	}
+	set := withSet.encodeSet([]uint64{3, 7, 9})
+	if len(set) != cap(set) {
+		t.Errorf("encodeSet: %d bytes in a slice of %d", len(set), cap(set))
+	}
+}
+
 func FuzzDecodeRecord(f *testing.F) {
 	r := record{Counts: logtally.Counts{Requests: 1, Top: []logtally.PageCount{{Path: "/", PageViews: 1}}}}
 	enc, _ := r.encode()
