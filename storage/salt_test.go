@@ -2,12 +2,9 @@ package storage
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
-	"io"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -22,24 +19,7 @@ import (
 // file, and returns its path.
 func oldFile(t *testing.T) string {
 	t.Helper()
-	f, err := os.Open("testdata/v3-salted.db.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "old.db")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return readGzip(t, "testdata/v3-salted.db.gz")
 }
 
 // storedHashes returns the salts and the exact visitor sets of a file, as
