@@ -174,7 +174,7 @@ func (s *Store) moveSets() error {
 	}
 	for _, si := range sites {
 		for {
-			n, err := si.moveSetsTx()
+			n, err := si.moveSetsTx(&s.upgraded.sets)
 			if err != nil {
 				return fmt.Errorf("site %s: move visitor sets into minutes: %w", si.name, err)
 			}
@@ -186,11 +186,31 @@ func (s *Store) moveSets() error {
 	return nil
 }
 
+// setsMove is what moveSets did: the sets it moved into their minutes, and
+// those it dropped, which Open's caller logs.
+type setsMove struct {
+	moved, dropped int
+	// first names the first set dropped: its site, its minute and why.
+	first string
+}
+
+// SetsMoved reports what Open did to the visitor sets of a file of schema
+// 5: how many it moved into their minutes' records, and how many it
+// dropped, their minutes keeping the sketch they had, and why the first
+// was (see moveSets).
+func (s *Store) SetsMoved() (moved, dropped int, first string) {
+	m := s.upgraded.sets
+	return m.moved, m.dropped, m.first
+}
+
 // moveSetsTx moves up to pruneBatch visitor sets of the site into their
 // minutes' records, deleting them from bucketVisitors, or drops the bucket
-// once it is empty; it returns how many it moved, 0 when none is left.
-func (s *Site) moveSetsTx() (n int, err error) {
+// once it is empty; it returns how many it took, 0 when none is left, and
+// adds them to m.
+func (s *Site) moveSetsTx(m *setsMove) (n int, err error) {
+	var done setsMove
 	err = s.st.update(func(tx *bolt.Tx) error {
+		done = setsMove{}
 		site := tx.Bucket(bucketSites).Bucket(s.key)
 		vb := site.Bucket(bucketVisitors)
 		if vb == nil {
@@ -206,10 +226,18 @@ func (s *Site) moveSetsTx() (n int, err error) {
 		}
 		mb := site.Bucket(bucketMinutes)
 		for _, k := range keys {
-			if v, ok := withSet(mb.Get(k), vb.Get(k)); ok {
+			v, err := withSet(mb.Get(k), vb.Get(k))
+			switch {
+			case err != nil:
+				done.dropped++
+				if done.first == "" {
+					done.first = fmt.Sprintf("site %s, minute %s: %v", s.name, minuteTime(k).Format(time.RFC3339), err)
+				}
+			case v != nil:
 				if err := mb.Put(k, v); err != nil {
 					return err
 				}
+				done.moved++
 			}
 			if err := vb.Delete(k); err != nil {
 				return err
@@ -218,26 +246,47 @@ func (s *Site) moveSetsTx() (n int, err error) {
 		n = len(keys)
 		return nil
 	})
+	if err == nil {
+		m.moved, m.dropped = m.moved+done.moved, m.dropped+done.dropped
+		if m.first == "" {
+			m.first = done.first
+		}
+	}
 	return n, err
 }
 
 // withSet returns a minute's record v, stored with its sketch by a program
-// of schema 5, holding instead its visitor set, as that program stored
-// it apart; and false if the set cannot stand for the sketch (no record, a
-// damaged one or a damaged set, a count that is not the set's), which is
-// then dropped, as compaction would have: the record has the sketch.
-func withSet(v, set []byte) ([]byte, bool) {
+// of schema 5, holding instead its visitor set, as that program stored it
+// apart; nil if there is nothing to move (an empty set of a minute of no
+// visitors, or a record that holds its set already); and an error if the
+// set cannot stand for the sketch (no record, a damaged one or a damaged
+// set, a count that is not the set's), which is then dropped, as
+// compaction would have: the record keeps its sketch.
+func withSet(v, set []byte) ([]byte, error) {
 	var r record
 	if v == nil {
-		return nil, false
+		return nil, errors.New("no minute record")
 	}
 	sk, err := r.decodeFields(v, true)
-	if err != nil || r.set != nil || r.Approximate || checkHashes(set) != nil || int64(len(set)/8) != r.Visitors {
-		return nil, false
+	switch {
+	case err != nil:
+		return nil, err
+	case r.set != nil || len(set) == 0 && r.Visitors == 0 && !r.Approximate:
+		return nil, nil
+	}
+	if err := checkSetField(set, &r); err != nil {
+		return nil, err
 	}
 	// The form of the sketch is the one commits gave it, dense from
 	// denseFrom visitors, repeats counted (see addSketch).
 	r.set, r.denseSet = set, !isSparse(sk)
 	enc, err := r.encode()
-	return enc, err == nil
+	if err != nil {
+		return nil, err
+	}
+	var back record
+	if err := back.decode(enc, true); err != nil {
+		return nil, fmt.Errorf("the minute with its set: %w", err)
+	}
+	return enc, nil
 }

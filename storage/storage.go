@@ -238,6 +238,7 @@ type upgrades struct {
 	// zoneAdopted is set when Open stored the zone of a file that had
 	// none (see zone.go).
 	zoneAdopted bool
+	sets        setsMove // the visitor sets of schema 5 (see moveSets)
 }
 
 // Open opens or creates the database cfg.Path. now is the clock that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 
 	"github.com/logtally/logtally"
 	"github.com/logtally/logtally/breakdown"
@@ -114,6 +115,7 @@ func (c *countConfig) open(ctx context.Context, proc *process, before beforeCoun
 		proc.Logger.Info("visitor-hash salt of an older logtally destroyed: visitors are now hashed with a key a day, "+
 			"and one seen both before and after this start within the live window counts twice", "db", c.Store.Path)
 	}
+	logSetsMoved(proc.Logger, store, c.Store.Path)
 	cn := &counting{store: store}
 	keys, err := c.openKeys(proc, cn)
 	if err == nil && before != nil {
@@ -232,4 +234,19 @@ func (cn *counting) close() error {
 		cn.keys = nil
 	}
 	return err
+}
+
+// logSetsMoved says what Open did to the visitor sets of a file an older
+// logtally made: moved into their minutes, and any it dropped, whose
+// minutes keep their counts and sketches (see storage.Store.SetsMoved).
+func logSetsMoved(log *slog.Logger, store *storage.Store, path string) {
+	moved, dropped, first := store.SetsMoved()
+	if moved > 0 {
+		log.Info("the visitor sets of an older logtally's database moved into their minutes", "db", path, "sets", moved)
+	}
+	if dropped > 0 {
+		log.Warn("visitor sets of an older logtally's database dropped, as not standing for their minutes: "+
+			"those minutes keep their counts, and count later lines' visitors in their sketches", "db", path,
+			"dropped", dropped, "first", first)
+	}
 }
