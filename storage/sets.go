@@ -26,7 +26,7 @@ import (
 
 // scanBatch is how many minutes one compaction transaction looks at most:
 // the first compaction after Open looks through every stored minute, and
-// holds the write lock for a few milliseconds at a time.
+// holds the write lock (writeMu and bbolt's) for a few milliseconds at a time.
 const scanBatch = 16 * pruneBatch
 
 // compactSets turns the visitor sets of minutes before end that no commit
@@ -36,12 +36,10 @@ const scanBatch = 16 * pruneBatch
 // add to the sketch, and makes them approximate (see mergeMinute).
 func (s *Site) compactSets(ctx context.Context, end []byte, now time.Time) (int, error) {
 	s.st.writeMu.Lock()
-	recent := s.written.recent(now)
 	// Commits from now on lower it to the minutes they give a set.
 	from := s.setsFrom
 	s.setsFrom = end
 	s.st.writeMu.Unlock()
-	keep := func(k []byte) bool { return recent(int64(uint64Key(k))) }
 	var buf sketchBuf
 	total := 0
 	var kept []byte // the first set kept
@@ -53,7 +51,7 @@ func (s *Site) compactSets(ctx context.Context, end []byte, now time.Time) (int,
 		}
 		var n int
 		var next []byte
-		n, next, err = s.compactSetsTx(at, end, keep, &kept, &buf)
+		n, next, err = s.compactSetsLocked(at, end, now, &kept, &buf)
 		total += n
 		if err != nil || next == nil {
 			break
@@ -69,6 +67,19 @@ func (s *Site) compactSets(ctx context.Context, end []byte, now time.Time) (int,
 	}
 	s.st.writeMu.Unlock()
 	return total, err
+}
+
+// compactSetsLocked is compactSetsTx under writeMu, with the minutes that
+// commits wrote in the recentWrite before now kept: asked for each
+// transaction, under the lock that commits hold until they have said what
+// they wrote, a minute that a commit wrote while compaction went on keeps
+// its set.
+func (s *Site) compactSetsLocked(from, end []byte, now time.Time, kept *[]byte, buf *sketchBuf) (int, []byte, error) {
+	s.st.writeMu.Lock()
+	defer s.st.writeMu.Unlock()
+	recent := s.written.recent(now)
+	keep := func(k []byte) bool { return recent(int64(uint64Key(k))) }
+	return s.compactSetsTx(from, end, keep, kept, buf)
 }
 
 // compactSetsTx turns, in one transaction, the visitor sets of up to
@@ -102,9 +113,12 @@ func (s *Site) compactSetsTx(from, end []byte, keep func(k []byte) bool, kept *[
 				}
 				continue
 			}
-			if sketched, err := sketchSet(v, buf); err == nil {
-				keys, values = append(keys, bytes.Clone(k)), append(values, sketched)
+			sketched, err := sketchSet(v, buf)
+			if err != nil {
+				s.damaged(bucketMinutes, k, err) // left as it is, and said
+				continue
 			}
+			keys, values = append(keys, bytes.Clone(k)), append(values, sketched)
 		}
 		if len(keys) == 0 {
 			return errNothingToDelete
@@ -117,10 +131,13 @@ func (s *Site) compactSetsTx(from, end []byte, keep func(k []byte) bool, kept *[
 		}
 		return nil
 	})
-	if errors.Is(err, errNothingToDelete) {
+	switch {
+	case errors.Is(err, errNothingToDelete):
 		return 0, next, nil
+	case err != nil:
+		return 0, next, err
 	}
-	return len(keys), next, err
+	return len(keys), next, nil
 }
 
 // holdsSet reports whether an encoded minute says that it holds its

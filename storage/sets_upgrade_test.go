@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,5 +126,43 @@ func TestUpgradeSaysWhatItDrops(t *testing.T) {
 	ms, err := s.Minutes(minute, minute)
 	if err != nil || len(ms) != 1 || ms[0].Visitors == 0 || ms[0].Approximate {
 		t.Errorf("the minute of the dropped set = %+v, %v; want its exact count", ms, err)
+	}
+}
+
+// TestCompactionSaysWhatItLeaves: a minute whose set cannot be turned into
+// its sketch (here, its hashes out of order under a right checksum) is left
+// as it is by compaction, and the store's damage names it.
+func TestCompactionSaysWhatItLeaves(t *testing.T) {
+	now := fixedNow()
+	s := mustOpenAt(t, Config{ExactVisitorsSpan: time.Hour}, func() time.Time { return now })
+	commit(t, s, func(b *tally.Batch) {
+		addHit(b, page(0, 1, "/"), 200, 0, false)
+		addHit(b, page(1, 2, "/"), 200, 0, false)
+		addHit(b, page(3*3600, 3, "/"), 200, 0, false)
+	})
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		mb := tx.Bucket(bucketSites).Bucket([]byte(logtally.DefaultSite)).Bucket(bucketMinutes)
+		var r record
+		if err := r.decode(mb.Get(minuteKey(t0)), true); err != nil {
+			return err
+		}
+		set, _ := decodeHashes(r.set)
+		set[0], set[1] = set[1], set[0]
+		r.set = encodeHashes(set)
+		v, err := r.encode()
+		if err != nil {
+			return err
+		}
+		return mb.Put(minuteKey(t0), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(recentWrite)
+	if _, err := s.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Damage(); err == nil || !strings.Contains(err.Error(), "minute 2026-11-21T12:00:00Z") {
+		t.Errorf("damage after compaction = %v, want the minute named", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 const recentWrite = 10 * time.Minute
 
 // writes remembers which minutes of a site the commits of the last
-// recentWrite wrote, for compactVisitors. A commit's minutes are mostly one
+// recentWrite wrote, for compactSets. A commit's minutes are mostly one
 // run of consecutive minutes, so it remembers runs, not minutes: a replay
 // of a hundred sites writes each site's every minute, and a time per
 // site-minute held 9 MB of a 1M-line replay's heap. Runs older than
@@ -43,6 +43,14 @@ func (w *writes) add(at time.Time, minutes iter.Seq2[int64, *tally.Delta]) {
 		}
 		w.runs = append(w.runs, writeRun{at: at, lo: m, hi: m})
 	}
+	// A run that this commit wrote again is now as recent as this
+	// commit's: a live daemon commits every second into the same minute,
+	// and would otherwise hold a run a commit, not a run a minute.
+	added := w.runs[first:]
+	kept := slices.DeleteFunc(w.runs[:first], func(old writeRun) bool {
+		return slices.ContainsFunc(added, func(r writeRun) bool { return r.lo <= old.lo && old.hi <= r.hi })
+	})
+	w.runs = append(kept, added...)
 }
 
 // expire lets go of the runs that no commit in the recentWrite before now

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -58,15 +57,30 @@ func TestWritesRecent(t *testing.T) {
 	}
 }
 
-// TestWritesStayBounded: a store that commits every second and is never
-// pruned holds recentWrite's worth of runs, not one per commit ever made.
+// TestWritesStayBounded: a daemon that commits every second, into the
+// minute of the second and into one five minutes ahead, and is never
+// pruned, holds the runs of the last recentWrite's minutes, not one a
+// commit; and recent answers as a time kept per minute would.
 func TestWritesStayBounded(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	var w writes
+	last := make(map[int64]time.Time) // the model: when each minute was last written
+	var at time.Time
 	for i := range 24 * 3600 {
-		w.add(t0.Add(time.Duration(i)*time.Second), batchOfMinutes(int64(i/60), int64(i/60)+5).Minutes())
+		at = t0.Add(time.Duration(i) * time.Second)
+		m := int64(i / 60)
+		w.add(at, batchOfMinutes(m, m+5).Minutes())
+		last[m], last[m+5] = at, at
 	}
-	if got, want := len(w.runs), 2*int(recentWrite/time.Second); got != want {
-		t.Errorf("%d runs after a day of commits, want %d (%s of commits, 2 runs each)", got, want, fmt.Sprint(recentWrite))
+	if got, most := len(w.runs), 2*int(recentWrite/time.Minute+1); got > most {
+		t.Errorf("%d runs after a day of commits, want at most %d (two a minute of the last %s)", got, most, recentWrite)
+	}
+	now := at.Add(time.Second)
+	recent := w.recent(now)
+	for m := range int64(24*60 + 10) {
+		when, ok := last[m]
+		if want := ok && now.Sub(when) < recentWrite; recent(m) != want {
+			t.Errorf("recent(%d) = %v, want %v", m, !want, want)
+		}
 	}
 }
