@@ -233,3 +233,49 @@ func BenchmarkMergeTop(b *testing.B) {
 		r.mergeTop(pages, 100)
 	}
 }
+
+// BenchmarkSeriesBusy: two hours of minutes of n distinct visitors each
+// (a busy site), read at a 5-minute step, while the minutes keep their
+// sets (the last two hours of a live store: a set of more than denseFrom
+// visitors goes into the union as a dense sketch, hash by hash) and once
+// compacted into sketches.
+func BenchmarkSeriesBusy(b *testing.B) {
+	for _, n := range []int{3000, 20000} {
+		for _, compacted := range []bool{false, true} {
+			b.Run(fmt.Sprintf("visitors=%d/compacted=%t", n, compacted), func(b *testing.B) {
+				span := 3 * time.Hour
+				if compacted {
+					span = time.Minute
+				}
+				s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC", ExactVisitorsSpan: span}, fixedNow)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				rng := rand.New(rand.NewPCG(1, 2))
+				for m := range int64(120) {
+					batch := tally.NewBatch()
+					for i := range n {
+						addHit(batch, logtally.Hit{Time: t0.Unix() + 60*m + int64(i%60), PageView: true, Visitor: rng.Uint64(), Path: []byte("/")}, 200, 1, false)
+					}
+					if err := s.Commit(batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.writeMu.Lock()
+				s.def.written = writes{}
+				s.writeMu.Unlock()
+				if _, err := s.Prune(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if _, err := s.Series(t0, t0.Add(2*time.Hour-time.Second), 5*time.Minute); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
