@@ -1,5 +1,7 @@
 package crawler
 
+import "slices"
+
 // automaton is an Aho-Corasick automaton over a set of literals, as a
 // dense table of transitions on byte classes: a byte of the literals has a
 // class of its own, upper-case ASCII letters share their lower-case
@@ -37,11 +39,7 @@ func newAutomaton(lits []string, owners []int) *automaton {
 	if a.width > 256 {
 		panic("crawler: more than 255 byte classes") // cannot happen: upper and lower case share one
 	}
-	states := 1
-	for _, lit := range lits {
-		states += len(lit)
-	}
-	a.next = make([]uint32, 0, states*a.width) // at most
+	a.next = make([]uint32, 0, trieStates(lits)*a.width)
 	a.addState()
 	for i, lit := range lits {
 		s := uint32(0)
@@ -59,6 +57,25 @@ func newAutomaton(lits []string, owners []int) *automaton {
 	a.flatten()
 	a.next, a.hit = nil, nil
 	return a
+}
+
+// trieStates returns the number of states of the trie of lits: the root,
+// and a state for each byte of a literal after the prefix it shares with
+// the literal before it, in sorted order. The table is made that size at
+// once, no larger: it is kept whole, and grown it would be copied.
+func trieStates(lits []string) int {
+	sorted := slices.Clone(lits)
+	slices.Sort(sorted)
+	states, prev := 1, ""
+	for _, lit := range sorted {
+		common := 0
+		for common < len(lit) && common < len(prev) && lit[common] == prev[common] {
+			common++
+		}
+		states += len(lit) - common
+		prev = lit
+	}
+	return states
 }
 
 func (a *automaton) addState() uint32 {

@@ -350,3 +350,24 @@ func BenchmarkNewDefault(b *testing.B) {
 		}
 	}
 }
+
+// TestAutomatonTableIsExact: the automaton's table is made the size of
+// its trie, which it keeps whole, for literals that share prefixes, repeat
+// and hold one another.
+func TestAutomatonTableIsExact(t *testing.T) {
+	for name, lits := range map[string][]string{
+		"default":  nil,
+		"prefixes": {"bot", "bo", "bots", "bot", "crawl", "crawler", "b", "zz"},
+		"one":      {"spider"},
+	} {
+		var a *automaton
+		if lits == nil {
+			a = Default().lits
+		} else {
+			a = newAutomaton(lits, make([]int, len(lits)))
+		}
+		if len(a.fast) != cap(a.fast) {
+			t.Errorf("%s: a table of %d transitions in room for %d", name, len(a.fast), cap(a.fast))
+		}
+	}
+}
