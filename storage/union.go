@@ -58,14 +58,14 @@ func (u *union) add(b []byte) error {
 func (u *union) addSet(set []byte, dense bool) {
 	u.any = true
 	if dense {
-		sk := hyperloglog.NewNoSparse()
-		for i := 0; i+8 <= len(set); i += 8 {
-			sk.InsertHash(binary.BigEndian.Uint64(set[i:]))
-		}
+		// Into the union's dense sketch at once: a register's maximum over
+		// the sets' sketches is its maximum over their hashes, and a
+		// sketch a set would not be made and merged.
 		if u.dense == nil {
-			u.dense = sk
-		} else {
-			u.dense.Merge(sk) // of the same precision: no error
+			u.dense = hyperloglog.NewNoSparse()
+		}
+		for i := 0; i+8 <= len(set); i += 8 {
+			u.dense.InsertHash(binary.BigEndian.Uint64(set[i:]))
 		}
 		return
 	}

@@ -87,6 +87,7 @@ func TestUnionOfSetsMatchesSketches(t *testing.T) {
 		rare              int // visitors of each minute whose 11 bits under the top 14 are zero
 	}{
 		{1, 1, 0}, {1, 3, 1}, {5, 6, 1}, {15, 900, 5}, {5, 2047, 2}, {3, 2048, 2}, {4, 5000, 3},
+		{12, 30000, 3}, {3, 120000, 0}, // dense sets into one sketch, registers rebased along the way
 	} {
 		t.Run(fmt.Sprint(tc.minutes, "x", tc.visitors), func(t *testing.T) {
 			var sets, sketches union
