@@ -353,10 +353,12 @@ func (s *Site) MinuteVisitors(minute time.Time) (set []uint64, ok bool, err erro
 			// A file of schema 5, opened read-only, or being upgraded,
 			// keeps sets apart (see moveSets).
 			vb := s.bucket(tx, bucketVisitors)
-			if vb == nil || vb.Get(key) == nil {
+			if vb == nil {
 				return nil
 			}
-			bucket, field = bucketVisitors, vb.Get(key)
+			if bucket, field = bucketVisitors, vb.Get(key); field == nil {
+				return nil
+			}
 		}
 		if err == nil {
 			set, err = decodeHashes(field)

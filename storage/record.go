@@ -403,6 +403,10 @@ func (r *record) decodeFields(b []byte, top bool) (field []byte, err error) {
 	return field, nil
 }
 
+// errRollupSet is the error of an hour or a day that holds a visitor set,
+// which only a minute keeps.
+var errRollupSet = fmt.Errorf("a visitor set in an hour or a day: %w", ErrCorrupt)
+
 // checkSetField checks the set of a record whose counts r holds: whole
 // hashes, sorted and distinct, as many as its exact visitors.
 func checkSetField(set []byte, r *record) error {

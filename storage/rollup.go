@@ -158,7 +158,7 @@ func (r *record) decodeRollup(v []byte) error {
 	case err != nil:
 		return err
 	case r.set != nil:
-		return fmt.Errorf("a visitor set in an hour or a day: %w", ErrCorrupt)
+		return errRollupSet
 	case len(sk) == 0:
 		return nil
 	case !isSparse(sk):

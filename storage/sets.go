@@ -84,10 +84,11 @@ func (s *Site) compactSetsLocked(from, end []byte, now time.Time, kept *[]byte, 
 
 // compactSetsTx turns, in one transaction, the visitor sets of up to
 // pruneBatch minutes of the first scanBatch in [from, end) (nil: from the
-// first) that keep says not to keep into their sketches, made in buf. It sets *kept to the
-// first set kept, if none was, and returns how many it turned and the key
-// to go on from, nil if it reached end. A damaged record is passed over:
-// its set stays as it is, and Check names it.
+// first) that keep says not to keep into their sketches, made in buf. It
+// sets *kept to the first set kept, if none was, and returns how many it
+// turned and the key to go on from, nil if it reached end. A damaged
+// record is passed over: its set stays as it is, and the store's damage
+// names it.
 func (s *Site) compactSetsTx(from, end []byte, keep func(k []byte) bool, kept *[]byte, buf *sketchBuf) (n int, next []byte, err error) {
 	var keys, values [][]byte
 	err = s.st.update(func(tx *bolt.Tx) error {
@@ -153,7 +154,8 @@ func holdsSet(v []byte) bool {
 // visitors compacted away (see setSketch).
 func sketchSet(v []byte, buf *sketchBuf) ([]byte, error) {
 	var r record
-	if err := r.decode(v, true); err != nil {
+	// The set aliases v, read once into its hashes.
+	if _, err := r.decodeFields(v, true); err != nil {
 		return nil, err
 	}
 	set, err := decodeHashes(r.set)

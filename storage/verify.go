@@ -83,7 +83,7 @@ func checkRecord(n int, minute bool) valueCheck {
 			return err
 		}
 		if r.set != nil && !minute {
-			return fmt.Errorf("a visitor set in an hour or a day: %w", ErrCorrupt)
+			return errRollupSet
 		}
 		return nil
 	})
