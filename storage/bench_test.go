@@ -279,3 +279,57 @@ func BenchmarkSeriesBusy(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCommitSites measures a replay's commit of many sites: 100,000
+// lines of 100 sites, 6 a site a minute (as bench/sites replays them),
+// each in its site's batch and in the all-sites view's, on top of the
+// hours before. 200 paths, 5,000 visitors, two thirds page views. What
+// grows with the sites is here: a record per site and minute, and each
+// site's hours and days merged once a commit.
+func BenchmarkCommitSites(b *testing.B) {
+	const sites, lines = 100, 100_000
+	s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC"}, fixedNow)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	paths := makePaths(200)
+	batches := []*tally.Batch{tally.NewSiteBatch(logtally.AllSites)}
+	for i := range sites {
+		batches = append(batches, tally.NewSiteBatch(fmt.Sprintf("site%d.example", i)))
+	}
+	step := time.Minute / (6 * sites)
+	at := t0.Add(-12 * time.Hour)
+	fill := func() {
+		for _, bt := range batches {
+			bt.Reset()
+		}
+		for i := range lines {
+			h := logtally.Hit{Time: at.Add(time.Duration(i) * step).Unix(), Path: paths[rng.IntN(len(paths))]}
+			if rng.IntN(3) > 0 {
+				h.PageView, h.Visitor = true, rng.Uint64N(5000)*0x9e3779b97f4a7c15
+			}
+			addHit(batches[0], h, 200, 5000, false)
+			addHit(batches[1+rng.IntN(sites)], h, 200, 5000, false)
+		}
+		at = at.Add(lines * step)
+	}
+	for range 3 { // history to commit on top of
+		fill()
+		if err := s.Commit(batches...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		fill()
+		b.StartTimer()
+		if err := s.Commit(batches...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/commit")
+}

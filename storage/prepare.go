@@ -2,6 +2,7 @@ package storage
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/axiomhq/hyperloglog"
@@ -48,6 +49,7 @@ type prepScratch struct {
 	buckets []int32
 	hashes  []uint64
 	ids     []pathDelta // the minutes' (minutePrep.ids), until released
+	recs    []byte      // the minutes' records (minutePrep.rec), until released
 }
 
 // minPrepMinutes is the fewest minutes a preparing goroutine is given: a
@@ -69,7 +71,7 @@ func (s *Store) release(ps []prepared) {
 			continue
 		}
 		for _, sc := range p.scratch {
-			sc.ids = sc.ids[:0]
+			sc.ids, sc.recs = sc.ids[:0], sc.recs[:0]
 			s.prepPool.Put(sc)
 		}
 	}
@@ -174,8 +176,15 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		rec := record{denseSet: len(d.Visitors) >= denseFrom}
 		rec.add(d)
 		rec.Visitors = int64(len(d.Visitors))
-		rec.mergeTop(sc.top, s.cfg.TopPages)
-		p.rec = rec.encodeSet(d.Visitors)
+		if len(sc.top) <= s.cfg.TopPages {
+			// All kept, in the order selectTop gives them: a site's
+			// minute has a few paths, and no copy of them is needed.
+			slices.SortFunc(sc.top, byViews)
+			rec.Top = sc.top
+		} else {
+			rec.mergeTop(sc.top, s.cfg.TopPages)
+		}
+		p.rec = rec.encodeSetIn(&sc.recs, d.Visitors)
 	}
 	sc.buckets, sc.hashes = sorter.buckets, sorter.hashes
 	r.seal()

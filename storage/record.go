@@ -250,7 +250,21 @@ func (r *record) encodeSketch(sk []byte) []byte {
 // distinct, in place of r.set: a minute stored new is encoded without its
 // set encoded apart first.
 func (r *record) encodeSet(set []uint64) []byte {
-	b := r.appendHead(r.flags(len(set) > 0), 8*len(set))
+	return r.encodeSetIn(nil, set)
+}
+
+// encodeSetIn is encodeSet in a slice carved from buf (see carve), if buf
+// is not nil: a commit's new minutes, each a few dozen bytes, in one
+// allocation rather than one each.
+func (r *record) encodeSetIn(buf *[]byte, set []uint64) []byte {
+	flags := r.flags(len(set) > 0)
+	var b []byte
+	if buf == nil {
+		b = make([]byte, 0, r.encodedSize(flags, 8*len(set)))
+	} else {
+		b = carve(buf, r.encodedSize(flags, 8*len(set)))[:0]
+	}
+	b = r.putHead(b, flags, 8*len(set))
 	for _, v := range set {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
@@ -276,19 +290,33 @@ func (r *record) flags(set bool) uint64 {
 // sketch or set, which is field bytes long, in a slice with room for them
 // and the checksum.
 func (r *record) appendHead(flags uint64, field int) []byte {
-	head := [...]uint64{flags, uint64(r.Requests), uint64(r.PageViews), uint64(r.Visitors),
-		uint64(r.Bytes), uint64(r.Rejected), uint64(r.Status[0]), uint64(r.Status[1]),
-		uint64(r.Status[2]), uint64(r.Status[3]), uint64(r.Status[4])}
+	return r.putHead(make([]byte, 0, r.encodedSize(flags, field)), flags, field)
+}
+
+// encodedSize is the size of r encoded with flags and a sketch or set of
+// field bytes, checksum included.
+func (r *record) encodedSize(flags uint64, field int) int {
 	// Exactly the record's size: a commit of many sites holds tens of
 	// thousands of small records until its transaction writes them, and
 	// a bound (of 10 bytes a count) made them half again their size.
 	size := 1 + pathListSize(r.Top) + uvarintLen(uint64(r.Other)) + uvarintLen(uint64(field)) + field + recordSumSize
-	for _, v := range head {
+	for _, v := range r.head(flags) {
 		size += uvarintLen(v)
 	}
-	b := make([]byte, 0, size)
+	return size
+}
+
+// head is r's counts as they are encoded, after its flags.
+func (r *record) head(flags uint64) [11]uint64 {
+	return [...]uint64{flags, uint64(r.Requests), uint64(r.PageViews), uint64(r.Visitors),
+		uint64(r.Bytes), uint64(r.Rejected), uint64(r.Status[0]), uint64(r.Status[1]),
+		uint64(r.Status[2]), uint64(r.Status[3]), uint64(r.Status[4])}
+}
+
+// putHead appends to b what appendHead returns.
+func (r *record) putHead(b []byte, flags uint64, field int) []byte {
 	b = append(b, recordEncoding)
-	for _, v := range head {
+	for _, v := range r.head(flags) {
 		b = binary.AppendUvarint(b, v)
 	}
 	b = appendPathList(b, r.Top)

@@ -129,3 +129,52 @@ func checkRollup(t *testing.T, got []byte, n, parts int, want []byte) []byte {
 	}
 	return want
 }
+
+// TestEncodeRollupIsTheSketch: an hour or a day encoded from its sparse
+// keys (encodeRollup) is byte for byte what the sketch made of them,
+// estimated and marshalled, is, with the same visitors; where hyperloglog
+// would refuse a key, it is refused all the same.
+func TestEncodeRollupIsTheSketch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 5, 64, 700, denseFrom - 1} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			hashes := make([]uint64, n)
+			for i := range hashes {
+				hashes[i] = rng.Uint64()
+				if i%3 == 0 {
+					hashes[i] &^= 0x7ff << 39 // a flagged key, with its rank
+				}
+			}
+			keys := sortedKeys(hashes)
+			got := record{sparse: keys}
+			got.Requests = int64(n)
+			gotV, err := got.encodeRollup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := record{Counts: got.Counts}
+			sk, err := sparseSketch(keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.hll, want.Visitors, want.Approximate = sk, int64(sk.Estimate()), true
+			wantV, err := want.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gotV, wantV) {
+				t.Errorf("encoded %x, want %x", gotV, wantV)
+			}
+			if got.Visitors != want.Visitors {
+				t.Errorf("visitors %d, want %d", got.Visitors, want.Visitors)
+			}
+		})
+	}
+	for rank := uint32(0); rank < 64; rank++ {
+		k := uint32(12345)<<7 | rank<<1 | 1
+		_, libErr := sparseSketch([]uint32{k})
+		if got, want := validSparseKey(k), libErr == nil; got != want {
+			t.Errorf("key %#x (rank field %d): valid %v, hyperloglog reads it: %v", k, rank, got, want)
+		}
+	}
+}
