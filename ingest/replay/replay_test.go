@@ -294,3 +294,47 @@ func TestReplayOfATruncatedMappedFile(t *testing.T) {
 		t.Errorf("committed up to %d (%v), past the first chunk's end %d, the last counted whole", off, err, first.Offset)
 	}
 }
+
+// TestSeveralSitesCommitAtTwiceFlushLines: a replay of one site commits
+// every FlushLines lines; of several, every twice that, and no more
+// whatever their number, since what it holds grows with the sites' minutes.
+// Nothing is handed off before the verdict on the first lines.
+func TestSeveralSitesCommitAtTwiceFlushLines(t *testing.T) {
+	const flush, chunk = 200, 50
+	const lines = ingest.JudgeLines + 4000
+	for _, tc := range []struct {
+		sites  int
+		byHost bool
+		want   int64 // commits of full batches
+	}{
+		{1, false, 4000 / flush},
+		{10, true, 4000 / (2 * flush)},
+		{100, true, 4000 / (2 * flush)},
+	} {
+		t.Run(fmt.Sprint(tc.sites), func(t *testing.T) {
+			data := ingesttest.HostLines(lines, func(i int) string { return fmt.Sprintf("s%d.example", i%tc.sites) })
+			var chunks []tailer.Chunk
+			for off := 0; off < len(data); {
+				end := off
+				for range chunk {
+					end += bytes.IndexByte(data[end:], '\n') + 1
+				}
+				chunks = append(chunks, tailer.Chunk{File: "f", Data: data[off:end], Offset: int64(end)})
+				off = end
+			}
+			format, classifier := ingesttest.SiteFormat(t)
+			core := ingest.Deps{Format: format, Classifier: classifier, Now: func() time.Time { return t0 }}
+			cfg := ingest.Config{FlushLines: flush, ByField: tc.byHost, MaxSites: 1000}
+			r, err := New(Config{Ingest: cfg}, Deps{Deps: core, Store: ingesttest.Store(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Replay(context.Background(), ingesttest.Feed(chunks...)); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Commits(); got < tc.want || got > tc.want+2 {
+				t.Errorf("%d commits of %d lines, want %d (and the first and the last)", got, lines, tc.want)
+			}
+		})
+	}
+}
