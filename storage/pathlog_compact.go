@@ -192,16 +192,72 @@ func sumSorted(delta []logtally.PageCount) []logtally.PageCount {
 	return out
 }
 
-// compact merges every site's path log into its per-path shards, each in
-// a transaction of its own. Prune runs it; RunPruner compacts the logs
-// that a commit found grown (compactWanted).
+// compact merges every site's path log into its per-path shards (see
+// compactLogs). RunPruner compacts the logs that a commit found grown
+// (compactWanted).
 func (s *Store) compact(ctx context.Context) error {
-	for _, si := range s.siteList() {
-		if err := si.compact(ctx); err != nil {
+	return s.compactLogs(ctx, s.siteList())
+}
+
+// Sites whose logs are compacted together share a transaction while their
+// logs hold at most maxGroupLogBytes in all, and at most maxGroupLogs of
+// them: a pruner passes over each site's log every minute, and a
+// transaction a site would cost a thousand sites two thousand syncs.
+const (
+	maxGroupLogBytes = compactHardBytes
+	maxGroupLogs     = 256
+)
+
+// compactLogs merges the path logs of sites into their per-path shards,
+// the sites in shared transactions (each site once in each). There is
+// nothing to do for a site whose log is empty, so it is idempotent.
+func (s *Store) compactLogs(ctx context.Context, sites []*Site) error {
+	for len(sites) > 0 {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
+		n, err := s.compactGroup(sites)
+		if err != nil {
+			return err
+		}
+		sites = sites[n:]
 	}
 	return nil
+}
+
+// compactGroup compacts, in one transaction under writeMu, the logs of the
+// first of sites that fit in a group, and returns how many of sites it
+// went through.
+func (s *Store) compactGroup(sites []*Site) (int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	var group []*Site
+	n, size := 0, int64(0)
+	for _, si := range sites {
+		if len(group) > 0 && (len(group) == maxGroupLogs || size+si.log.bytes > maxGroupLogBytes) {
+			break
+		}
+		n++
+		if len(si.log.days) > 0 {
+			group = append(group, si)
+			size += si.log.bytes
+		}
+	}
+	if len(group) == 0 {
+		return n, nil
+	}
+	err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
+		changes := make([]siteChange, 0, len(group))
+		for _, si := range group {
+			ch, err := si.compactTx(tx, nil)
+			if err != nil {
+				return nil, fmt.Errorf("site %s: compact: %w", si.name, err)
+			}
+			changes = append(changes, siteChange{si.log, ch})
+		}
+		return changes, nil
+	})
+	return n, err
 }
 
 // compactWanted compacts the path logs that have grown past their soft

@@ -181,25 +181,58 @@ func mergeShards(b, counters *bolt.Bucket, prefix []byte, shards [][]logtally.Pa
 	return other, nil
 }
 
-// foldDays adds finished days' path counts to the all-time totals and
-// records the last as folded, in one transaction: days in order, none
-// folded already. The path log is compacted first, in the same
-// transaction: once a day is folded, its later page views reach the
-// all-time totals only through compaction, and the log holds none from
-// before. One transaction for the days a site has to fold (a replay ends
-// with every site's), not one each: each costs a commit's two syncs.
-func (s *Site) foldDaysTx(days [][]byte) error {
-	s.st.writeMu.Lock()
-	defer s.st.writeMu.Unlock()
-	return s.st.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
-		ch, err := s.compactTx(tx, nil)
-		if err != nil {
-			return nil, err
+// fold is the finished days of one site to fold into its all-time path
+// totals, in order, none folded already.
+type fold struct {
+	si   *Site
+	days [][]byte
+}
+
+// foldDays adds the sites' finished days' path counts to their all-time
+// totals and records each site's last as folded, in shared transactions
+// of up to maxFoldDays days, each site in one at most once. A site's path
+// log is compacted first, in the same transaction: once a day is folded,
+// its later page views reach the all-time totals only through compaction,
+// and the log holds none from before. Not a transaction a site (a replay
+// ends with every site's) nor a day: each costs a commit's two syncs.
+func (s *Store) foldDays(folds []fold) error {
+	for len(folds) > 0 {
+		var group []fold
+		budget := maxFoldDays
+		for len(folds) > 0 && budget > 0 {
+			f := folds[0]
+			n := min(len(f.days), budget)
+			group = append(group, fold{f.si, f.days[:n]})
+			budget -= n
+			if folds[0].days = f.days[n:]; len(folds[0].days) == 0 {
+				folds = folds[1:]
+			} else {
+				break // the rest of its days in a transaction of their own
+			}
 		}
-		changes := []siteChange{{s.log, ch}}
-		for _, day := range days {
-			if err := s.foldDay(tx, day); err != nil {
-				return nil, err
+		if err := s.foldTx(group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldTx folds each site's days in group in one transaction.
+func (s *Store) foldTx(group []fold) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
+		changes := make([]siteChange, 0, len(group))
+		for _, f := range group {
+			ch, err := f.si.compactTx(tx, nil)
+			if err != nil {
+				return nil, fmt.Errorf("site %s: %w", f.si.name, err)
+			}
+			changes = append(changes, siteChange{f.si.log, ch})
+			for _, day := range f.days {
+				if err := f.si.foldDay(tx, day); err != nil {
+					return nil, fmt.Errorf("site %s: %w", f.si.name, err)
+				}
 			}
 		}
 		return changes, nil
@@ -234,10 +267,9 @@ func (s *Site) foldDay(tx *bolt.Tx, day []byte) error {
 // replayed at once is folded a month at a time.
 const maxFoldDays = 31
 
-// foldDays folds every day before today that is not folded yet, stored in
-// the shards or still in the path log, and reports whether there was one
-// (then the path log is compacted too).
-func (s *Site) foldDays(today []byte) (bool, error) {
+// daysToFold returns every day before today that is not folded yet,
+// stored in the shards or still in the path log, in order.
+func (s *Site) daysToFold(today []byte) ([][]byte, error) {
 	var days [][]byte
 	err := s.st.view(func(tx *bolt.Tx) error {
 		folded := s.bucket(tx, bucketCounters).Get(keyFolded)
@@ -257,19 +289,8 @@ func (s *Site) foldDays(today []byte) (bool, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return false, err
-	}
 	slices.SortFunc(days, bytes.Compare)
-	folded := len(days) > 0
-	for len(days) > 0 {
-		n := min(len(days), maxFoldDays)
-		if err := s.foldDaysTx(days[:n]); err != nil {
-			return false, err
-		}
-		days = days[n:]
-	}
-	return folded, nil
+	return days, err
 }
 
 // lookupShard returns a path's count in the shard under prefix.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/logtally/logtally"
@@ -35,42 +36,39 @@ type Pruned struct {
 // sketches. It returns what it deleted of each resolution, leaving out the
 // visitor sets, which only turn exact counts into kept ones.
 //
-// Every site is pruned in turn, its retention counted back from its own
-// newest line: a site that stopped receiving lines keeps its last history.
+// Every site is pruned, its retention counted back from its own newest
+// line: a site that stopped receiving lines keeps its last history. The
+// sites share the transactions (of up to pruneBatch keys, maxFoldDays
+// days), so that a pass over a thousand sites, each with a minute to
+// delete and a set to turn, costs a few commits, not thousands.
 func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 	now := s.now()
-	var out []Pruned
-	for _, si := range s.siteList() {
-		pruned, err := si.prune(ctx, now)
-		out = append(out, pruned...)
-		if err != nil {
-			return out, fmt.Errorf("site %s: %w", si.name, err)
+	sites := s.siteList()
+	jobs := make([][]pruneJob, len(sites))
+	for i, si := range sites {
+		var f floors
+		if err := s.view(func(tx *bolt.Tx) error { f = si.floors(tx); return nil }); err != nil {
+			return nil, fmt.Errorf("site %s: %w", si.name, err)
 		}
+		jobs[i] = si.pruneJobs(f, s.Retention())
 	}
-	return out, nil
-}
-
-// prune is Prune of one site.
-func (s *Site) prune(ctx context.Context, now time.Time) ([]Pruned, error) {
-	var f floors
-	if err := s.st.view(func(tx *bolt.Tx) error { f = s.floors(tx); return nil }); err != nil {
+	if err := s.tidy(ctx, sites, now); err != nil {
 		return nil, err
 	}
-	jobs := s.pruneJobs(f, s.st.Retention())
-	if err := s.tidy(ctx, now); err != nil {
-		return nil, err
+	var ds []*deletion
+	for i, si := range sites {
+		for _, j := range jobs[i] {
+			ds = append(ds, newDeletion(si, j))
+		}
 	}
+	err := s.deleteExpired(ctx, ds)
 	var out []Pruned
-	for _, j := range jobs {
-		p, err := s.runJob(ctx, j)
-		if p.Count > 0 {
-			out = append(out, p)
-		}
-		if err != nil {
-			return out, err
+	for _, d := range ds {
+		if d.p.Count > 0 {
+			out = append(out, d.p)
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // pruneJob is the deletion of one kind of history before its floor.
@@ -99,109 +97,146 @@ func (s *Site) pruneJobs(f floors, r Retention) []pruneJob {
 	return jobs
 }
 
-// tidy does what pruning does before it deletes: it compacts the path log,
-// folds the days before now's into the all-time path totals, and turns the
-// exact visitor sets of minutes further than ExactVisitorsSpan behind the
-// newest into their sketches.
-func (s *Site) tidy(ctx context.Context, now time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// Folding days compacts the path log in its transaction; with no day
-	// to fold, the log is compacted alone.
-	folded, err := s.foldDays(dayKey(now, s.loc))
-	if err != nil {
-		return err
-	}
-	if !folded {
-		if err := s.compact(ctx); err != nil {
+// tidy does what pruning does before it deletes, for every site of
+// sites: it compacts the path log, folds the days before now's into the
+// all-time path totals, and turns the exact visitor sets of minutes
+// further than ExactVisitorsSpan behind the newest into their sketches.
+// What the sites need done, a compaction of the log and a minute's set or
+// two each a minute, a day to fold each a day, is done for them all in
+// shared transactions (see foldDays, compactLogs and compactSets).
+func (s *Store) tidy(ctx context.Context, sites []*Site, now time.Time) error {
+	var folds []fold
+	var unfolded []*Site
+	ends := make([][]byte, len(sites))
+	for i, si := range sites {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
+		days, err := si.daysToFold(dayKey(now, si.loc))
+		if err != nil {
+			return fmt.Errorf("site %s: %w", si.name, err)
+		}
+		// Folding days compacts the path log in its transaction; with no
+		// day to fold, the log is compacted with the other sites'.
+		if len(days) > 0 {
+			folds = append(folds, fold{si, days})
+		} else {
+			unfolded = append(unfolded, si)
+		}
+		last, ok, err := si.Last()
+		if err != nil {
+			return fmt.Errorf("site %s: %w", si.name, err)
+		}
+		if ok {
+			ends[i] = minuteKey(last.Add(-si.cfg.ExactVisitorsSpan))
+		}
 	}
-	last, ok, err := s.Last()
-	if err != nil || !ok {
+	if err := s.foldDays(folds); err != nil {
 		return err
 	}
-	_, err = s.compactSets(ctx, minuteKey(last.Add(-s.cfg.ExactVisitorsSpan)), now)
+	if err := s.compactLogs(ctx, unfolded); err != nil {
+		return err
+	}
+	_, err := s.compactSets(ctx, sites, ends, now)
 	return err
 }
 
-// runJob deletes what j expires, and says what it deleted.
-func (s *Site) runJob(ctx context.Context, j pruneJob) (Pruned, error) {
-	p := Pruned{Site: s.name, What: j.what, KeptFrom: j.unit(j.end), Keep: j.keep}
-	var prev []byte
-	_, err := s.deleteAllBefore(ctx, j.name, j.end, nil, func(k []byte) {
-		if prev != nil && bytes.Equal(prev[:j.prefix], k[:j.prefix]) {
-			return
-		}
-		if p.Count == 0 {
-			p.From = j.unit(k)
-		}
-		p.Count++
-		p.To = j.unit(k)
-		prev = k
-	})
-	return p, err
+// deletion is what one prune job deletes, and says it deleted.
+type deletion struct {
+	si   *Site
+	j    pruneJob
+	p    Pruned
+	prev []byte // the key deleted last
+	done bool
+}
+
+func newDeletion(si *Site, j pruneJob) *deletion {
+	return &deletion{si: si, j: j, p: Pruned{Site: si.name, What: j.what, KeptFrom: j.unit(j.end), Keep: j.keep}}
+}
+
+// deleted counts a key deleted, in order, once its transaction committed.
+func (d *deletion) deleted(k []byte) {
+	if d.prev != nil && bytes.Equal(d.prev[:d.j.prefix], k[:d.j.prefix]) {
+		return
+	}
+	if d.p.Count == 0 {
+		d.p.From = d.j.unit(k)
+	}
+	d.p.Count++
+	d.p.To = d.j.unit(k)
+	d.prev = k
 }
 
 // errNothingToDelete rolls back a pruning transaction that found nothing
-// to delete: committing it would change nothing and cost two syncs, once
-// for each kind of history of each site a pass looks at.
+// to delete: committing it would change nothing and cost two syncs.
 var errNothingToDelete = errors.New("nothing to delete")
 
-// deleteBefore deletes up to pruneBatch keys before end from a site bucket,
-// passing over those keep says to keep (keep may be nil), and calls deleted
-// (if not nil) with each key it deleted, in order, once they are. Keys are
-// collected first and deleted after, as a bbolt cursor must not see its
-// bucket change.
-func (s *Site) deleteBefore(name, end []byte, keep func(k []byte) bool, deleted func(k []byte)) (int, error) {
-	n := 0
-	var keys [][]byte
-	err := s.st.update(func(tx *bolt.Tx) error {
-		b := s.bucket(tx, name)
-		keys = keys[:0]
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0 && len(keys) < pruneBatch; k, _ = c.Next() {
-			if keep == nil || !keep(k) {
-				keys = append(keys, bytes.Clone(k))
-			}
+// deleteExpired deletes what the deletions expire, of every site at once,
+// in transactions of up to pruneBatch keys: a pruner passing over a
+// thousand sites a minute, each with a minute newly expired, commits one
+// transaction, not a thousand (two syncs each).
+func (s *Store) deleteExpired(ctx context.Context, ds []*deletion) error {
+	for pending := slices.Clone(ds); len(pending) > 0; {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if len(keys) == 0 {
-			return errNothingToDelete
+		if err := s.deleteRound(pending); err != nil {
+			return err
 		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
-	})
-	if errors.Is(err, errNothingToDelete) {
-		return 0, nil
+		pending = slices.DeleteFunc(pending, func(d *deletion) bool { return d.done })
 	}
-	if err == nil && deleted != nil {
-		for _, k := range keys {
-			deleted(k)
-		}
-	}
-	return n, err
+	return nil
 }
 
-// deleteAllBefore deletes keys before end in transactions of pruneBatch,
-// calling deleted as deleteBefore does.
-func (s *Site) deleteAllBefore(ctx context.Context, name, end []byte, keep func([]byte) bool, deleted func([]byte)) (int, error) {
-	total := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		n, err := s.deleteBefore(name, end, keep, deleted)
-		total += n
-		if err != nil || n < pruneBatch {
-			return total, err
-		}
+// deleteRound deletes, in one transaction, up to pruneBatch keys of the
+// deletions, in order, and counts them (and which deletions are done)
+// once it has committed. Keys are collected first and deleted after, as a
+// bbolt cursor must not see its bucket change.
+func (s *Store) deleteRound(ds []*deletion) error {
+	type found struct {
+		keys [][]byte
+		done bool
 	}
+	var finds []found
+	err := s.update(func(tx *bolt.Tx) error {
+		finds = finds[:0]
+		budget, n := pruneBatch, 0
+		for _, d := range ds {
+			if budget == 0 {
+				break
+			}
+			b := d.si.bucket(tx, d.j.name)
+			var f found
+			c := b.Cursor()
+			k, _ := c.First()
+			for ; k != nil && bytes.Compare(k, d.j.end) < 0 && len(f.keys) < budget; k, _ = c.Next() {
+				f.keys = append(f.keys, bytes.Clone(k))
+			}
+			f.done = k == nil || bytes.Compare(k, d.j.end) >= 0
+			for _, k := range f.keys {
+				if err := b.Delete(k); err != nil {
+					return fmt.Errorf("site %s: %w", d.si.name, err)
+				}
+			}
+			budget -= len(f.keys)
+			n += len(f.keys)
+			finds = append(finds, f)
+		}
+		if n == 0 {
+			return errNothingToDelete
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNothingToDelete) {
+		return err
+	}
+	for i, f := range finds {
+		for _, k := range f.keys {
+			ds[i].deleted(k)
+		}
+		ds[i].done = f.done
+	}
+	return nil
 }
 
 // RunPruner prunes every interval until ctx is done, logging what each

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,114 +30,166 @@ import (
 // holds the write lock (writeMu and bbolt's) for a few milliseconds at a time.
 const scanBatch = 16 * pruneBatch
 
-// compactSets turns the visitor sets of minutes before end that no commit
-// wrote in the last recentWrite into the sketches they stand for, in
-// transactions of up to pruneBatch minutes, and returns how many it
-// turned. The minutes' visitor counts stay exact; a later line can only
-// add to the sketch, and makes them approximate (see mergeMinute).
-func (s *Site) compactSets(ctx context.Context, end []byte, now time.Time) (int, error) {
-	s.st.writeMu.Lock()
-	// Commits from now on lower it to the minutes they give a set.
-	from := s.setsFrom
-	s.setsFrom = end
-	s.st.writeMu.Unlock()
+// setsPass is the compaction of one site's sets within a prune of many
+// (compactSets): the minutes from at to end, and the first set kept.
+type setsPass struct {
+	si      *Site
+	at, end []byte
+	kept    []byte
+	done    bool
+}
+
+// setsBudget is what one compaction transaction may still do: turn and
+// scan minutes, whichever sites they are of.
+type setsBudget struct{ turn, scan int }
+
+// compactSets turns the visitor sets of each site's minutes before its
+// end (ends[i], nil: none) that no commit wrote in the last recentWrite
+// into the sketches they stand for, and returns how many it turned. The
+// sites share transactions, of up to pruneBatch minutes turned and
+// scanBatch looked at: a pruner passing over a thousand sites a minute,
+// each with a minute newly past the span, commits a few transactions, not
+// a thousand (two syncs each). The minutes' visitor counts stay exact; a
+// later line can only add to the sketch, and makes them approximate (see
+// mergeMinute).
+func (s *Store) compactSets(ctx context.Context, sites []*Site, ends [][]byte, now time.Time) (int, error) {
+	var passes []*setsPass
+	s.writeMu.Lock()
+	for i, si := range sites {
+		if ends[i] != nil {
+			passes = append(passes, &setsPass{si: si, at: si.setsFrom, end: ends[i]})
+			// Commits from now on lower it to the minutes they give a set.
+			si.setsFrom = ends[i]
+		}
+	}
+	s.writeMu.Unlock()
 	var buf sketchBuf
 	total := 0
-	var kept []byte // the first set kept
-	at := from
 	var err error
-	for {
+	for pending := slices.Clone(passes); len(pending) > 0; {
 		if err = ctx.Err(); err != nil {
 			break
 		}
 		var n int
-		var next []byte
-		n, next, err = s.compactSetsLocked(at, end, now, &kept, &buf)
+		n, err = s.compactSetsRound(pending, now, &buf)
 		total += n
-		if err != nil || next == nil {
+		if err != nil {
 			break
 		}
-		at = next
+		pending = slices.DeleteFunc(pending, func(p *setsPass) bool { return p.done })
 	}
-	s.st.writeMu.Lock()
-	if err != nil { // the sets from at on are not all turned
-		s.setsFrom = lowerKey(s.setsFrom, at)
+	s.writeMu.Lock()
+	for _, p := range passes {
+		if !p.done { // the sets from at on are not all turned
+			p.si.setsFrom = lowerKey(p.si.setsFrom, p.at)
+		}
+		if p.kept != nil {
+			p.si.setsFrom = lowerKey(p.si.setsFrom, p.kept)
+		}
 	}
-	if kept != nil {
-		s.setsFrom = lowerKey(s.setsFrom, kept)
-	}
-	s.st.writeMu.Unlock()
+	s.writeMu.Unlock()
 	return total, err
 }
 
-// compactSetsLocked is compactSetsTx under writeMu, with the minutes that
+// compactSetsRound turns, in one transaction under writeMu, what its
+// budget allows of the passes' sets, in order, with the minutes that
 // commits wrote in the recentWrite before now kept: asked for each
 // transaction, under the lock that commits hold until they have said what
 // they wrote, a minute that a commit wrote while compaction went on keeps
-// its set.
-func (s *Site) compactSetsLocked(from, end []byte, now time.Time, kept *[]byte, buf *sketchBuf) (int, []byte, error) {
-	s.st.writeMu.Lock()
-	defer s.st.writeMu.Unlock()
-	recent := s.written.recent(now)
-	keep := func(k []byte) bool { return recent(int64(uint64Key(k))) }
-	return s.compactSetsTx(from, end, keep, kept, buf)
-}
-
-// compactSetsTx turns, in one transaction, the visitor sets of up to
-// pruneBatch minutes of the first scanBatch in [from, end) (nil: from the
-// first) that keep says not to keep into their sketches, made in buf. It
-// sets *kept to the first set kept, if none was, and returns how many it
-// turned and the key to go on from, nil if it reached end. A damaged
-// record is passed over: its set stays as it is, and the store's damage
-// names it.
-func (s *Site) compactSetsTx(from, end []byte, keep func(k []byte) bool, kept *[]byte, buf *sketchBuf) (n int, next []byte, err error) {
-	var keys, values [][]byte
-	err = s.st.update(func(tx *bolt.Tx) error {
-		mb := s.bucket(tx, bucketMinutes)
-		keys, values, next = keys[:0], values[:0], nil
-		c := mb.Cursor()
-		k, v := c.First()
-		if from != nil {
-			k, v = c.Seek(from)
-		}
-		for scanned := 0; k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
-			if len(keys) == pruneBatch || scanned == scanBatch {
-				next = bytes.Clone(k)
+// its set. It moves each pass on once the transaction has committed (or
+// turned nothing), and returns how many it turned.
+func (s *Store) compactSetsRound(passes []*setsPass, now time.Time, buf *sketchBuf) (int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	type moved struct {
+		next []byte
+		kept []byte
+	}
+	var moves []moved
+	n := 0
+	err := s.update(func(tx *bolt.Tx) error {
+		moves, n = moves[:0], 0
+		budget := setsBudget{turn: pruneBatch, scan: scanBatch}
+		for _, p := range passes {
+			if budget.turn == 0 || budget.scan == 0 {
 				break
 			}
-			scanned++
-			if !holdsSet(v) {
-				continue
-			}
-			if keep(k) {
-				if *kept == nil {
-					*kept = bytes.Clone(k)
-				}
-				continue
-			}
-			sketched, err := sketchSet(v, buf)
+			recent := p.si.written.recent(now)
+			keep := func(k []byte) bool { return recent(int64(uint64Key(k))) }
+			kept := p.kept
+			turned, next, err := p.si.compactSetsTx(tx, p.at, p.end, keep, &kept, buf, &budget)
 			if err != nil {
-				s.damaged(bucketMinutes, k, err) // left as it is, and said
-				continue
+				return fmt.Errorf("site %s: %w", p.si.name, err)
 			}
-			keys, values = append(keys, bytes.Clone(k)), append(values, sketched)
+			n += turned
+			moves = append(moves, moved{next, kept})
 		}
-		if len(keys) == 0 {
+		if n == 0 {
 			return errNothingToDelete
-		}
-		mb.FillPercent = 1 // as commits write minutes
-		for i, k := range keys {
-			if err := mb.Put(k, values[i]); err != nil {
-				return err
-			}
 		}
 		return nil
 	})
-	switch {
-	case errors.Is(err, errNothingToDelete):
-		return 0, next, nil
-	case err != nil:
-		return 0, next, err
+	if err != nil && !errors.Is(err, errNothingToDelete) {
+		return 0, err
+	}
+	for i, m := range moves {
+		p := passes[i]
+		p.kept = m.kept
+		if m.next == nil {
+			p.done = true
+		} else {
+			p.at = m.next
+		}
+	}
+	if err != nil {
+		n = 0
+	}
+	return n, nil
+}
+
+// compactSetsTx turns, in tx, the visitor sets of the minutes in [from,
+// end) (from nil: from the first) that keep says not to keep into their
+// sketches, made in buf, as far as budget lets it look and turn. It sets
+// *kept to the first set kept, if none was, and returns how many it
+// turned and the key to go on from, nil if it reached end. A damaged
+// record is passed over: its set stays as it is, and the store's damage
+// names it.
+func (s *Site) compactSetsTx(tx *bolt.Tx, from, end []byte, keep func(k []byte) bool, kept *[]byte, buf *sketchBuf, budget *setsBudget) (n int, next []byte, err error) {
+	var keys, values [][]byte
+	mb := s.bucket(tx, bucketMinutes)
+	c := mb.Cursor()
+	k, v := c.First()
+	if from != nil {
+		k, v = c.Seek(from)
+	}
+	for ; k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
+		if budget.turn == 0 || budget.scan == 0 {
+			next = bytes.Clone(k)
+			break
+		}
+		budget.scan--
+		if !holdsSet(v) {
+			continue
+		}
+		if keep(k) {
+			if *kept == nil {
+				*kept = bytes.Clone(k)
+			}
+			continue
+		}
+		sketched, err := sketchSet(v, buf)
+		if err != nil {
+			s.damaged(bucketMinutes, k, err) // left as it is, and said
+			continue
+		}
+		keys, values = append(keys, bytes.Clone(k)), append(values, sketched)
+		budget.turn--
+	}
+	mb.FillPercent = 1 // as commits write minutes
+	for i, k := range keys {
+		if err := mb.Put(k, values[i]); err != nil {
+			return 0, next, err
+		}
 	}
 	return len(keys), next, nil
 }

@@ -1,0 +1,116 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/logtally/logtally/tally"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestPruneOfManySitesCommitsFewTransactions: a pass of the pruner over
+// many sites folds their days, compacts their path logs, turns their sets
+// and deletes what expired in a few transactions, not one of each a site: each costs two
+// syncs, and a daemon of a thousand sites prunes every minute. What it
+// says it deleted is each site's.
+func TestPruneOfManySitesCommitsFewTransactions(t *testing.T) {
+	for _, keep := range []time.Duration{0, 150 * time.Minute} {
+		t.Run(fmt.Sprint(keep), func(t *testing.T) { testPruneOfManySites(t, keep) })
+	}
+}
+
+func testPruneOfManySites(t *testing.T, keep time.Duration) {
+	const sites, minutes = 60, 180
+	now := t0.Add(3 * time.Hour)
+	s := mustOpenAt(t, Config{MinuteRetention: keep, ApplyRetention: true}, func() time.Time { return now })
+	var bs []*tally.Batch
+	for i := range sites {
+		bs = append(bs, tally.NewSiteBatch(fmt.Sprintf("s%d.example", i)))
+	}
+	// In two commits, so that the second expires what the first stored.
+	for _, part := range [][2]int64{{0, minutes * 2 / 3}, {minutes * 2 / 3, minutes}} {
+		for _, b := range bs {
+			b.Reset()
+			for m := part[0]; m < part[1]; m++ {
+				addHit(b, page(60*m, uint64(m%7+1), fmt.Sprintf("/p%d", m%5)), 200, 0, false)
+			}
+		}
+		if err := s.Commit(bs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Past midnight: each site has its day to fold, and the commits'
+	// minutes are no longer written of late.
+	now = t0.Add(13 * time.Hour)
+	before := lastTx(t, s)
+	pruned, err := s.Prune(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := int(DefaultConfig().ExactVisitorsSpan/time.Minute) + 1 // the newest and the span before it
+	expired := 0
+	if keep > 0 {
+		expired = minutes - int(keep/time.Minute) - 1
+	}
+	// One for each maxFoldDays days folded (the logs compacted with them),
+	// and one for each pruneBatch of sets turned or of minutes deleted.
+	want := (sites+maxFoldDays-1)/maxFoldDays + (sites*(minutes-span)+pruneBatch-1)/pruneBatch +
+		(sites*expired+pruneBatch-1)/pruneBatch
+	if txs := lastTx(t, s) - before; txs > want {
+		t.Errorf("a prune of %d sites committed %d transactions, want at most %d", sites, txs, want)
+	}
+	if expired > 0 {
+		if len(pruned) != sites {
+			t.Fatalf("pruned %d sites' minutes, want %d: %+v", len(pruned), sites, pruned)
+		}
+		bySite := make(map[string]Pruned)
+		for _, p := range pruned {
+			bySite[p.Site] = p
+		}
+		for _, b := range bs {
+			p := bySite[b.Site()]
+			if p.What != "minutes" || p.Count != expired || !p.From.Equal(t0) ||
+				!p.To.Equal(t0.Add(time.Duration(expired-1)*time.Minute)) {
+				t.Errorf("pruned %+v, want %s's %d minutes from %s", p, b.Site(), expired, t0)
+			}
+		}
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		for _, b := range bs {
+			si, _ := s.Site(b.Site())
+			sets := 0
+			si.bucket(tx, bucketMinutes).ForEach(func(k, v []byte) error {
+				if holdsSet(v) {
+					sets++
+				}
+				return nil
+			})
+			if sets != min(span, minutes-expired) {
+				t.Errorf("site %s: %d minutes keep their sets, want the %d of the span", b.Site(), sets, span)
+			}
+			if k, _ := si.bucket(tx, bucketPathLog).Cursor().First(); k != nil {
+				t.Errorf("site %s: its path log is not compacted", b.Site())
+			}
+			if f := si.bucket(tx, bucketCounters).Get(keyFolded); !bytes.Equal(f, dayKey(t0, time.UTC)) {
+				t.Errorf("site %s: folded to %x, want its day %x", b.Site(), f, dayKey(t0, time.UTC))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lastTx is the number of the last write transaction committed to s.
+func lastTx(t *testing.T, s *Store) int {
+	t.Helper()
+	var id int
+	if err := s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
