@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -81,6 +82,39 @@ func TestWritesStayBounded(t *testing.T) {
 		when, ok := last[m]
 		if want := ok && now.Sub(when) < recentWrite; recent(m) != want {
 			t.Errorf("recent(%d) = %v, want %v", m, !want, want)
+		}
+	}
+}
+
+// TestWritesStayBoundedWhenSparse: a replay of many small sites writes a
+// minute here and there of each, in every commit, faster than recentWrite
+// lets any go: a site's runs stay bounded (maxWriteRuns) all the same, and
+// every minute written in the recentWrite before now is still recent (a
+// minute between two runs merged may be too: its set is kept longer).
+func TestWritesStayBoundedWhenSparse(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var w writes
+	last := make(map[int64]time.Time) // the model: when each minute was last written
+	var at time.Time
+	for i := range 3000 {
+		at = t0.Add(time.Duration(i) * 200 * time.Millisecond)
+		base := int64(i) * 3
+		var minutes []int64
+		for m := base; m < base+300; m += 2 + rng.Int64N(20) {
+			minutes = append(minutes, m)
+			last[m] = at
+		}
+		w.add(at, batchOfMinutes(minutes...).Minutes())
+		if len(w.runs) > maxWriteRuns {
+			t.Fatalf("commit %d: %d runs, want at most %d", i, len(w.runs), maxWriteRuns)
+		}
+	}
+	now := at.Add(time.Second)
+	recent := w.recent(now)
+	for m, when := range last {
+		if now.Sub(when) < recentWrite && !recent(m) {
+			t.Errorf("recent(%d) = false, written %s before", m, now.Sub(when))
 		}
 	}
 }
