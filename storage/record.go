@@ -253,16 +253,21 @@ func (r *record) encodeSet(set []uint64) []byte {
 	return r.encodeSetIn(nil, set)
 }
 
+// maxCarvedRecord is the largest record encodeSetIn carves.
+const maxCarvedRecord = 512
+
 // encodeSetIn is encodeSet in a slice carved from buf (see carve), if buf
-// is not nil: a commit's new minutes, each a few dozen bytes, in one
-// allocation rather than one each.
+// is not nil and the record is small: a commit of many sites' new minutes,
+// each a few dozen bytes, in one allocation rather than one each. A busy
+// minute's record, kilobytes long, has an allocation of its own, which
+// costs less than the buffer's growing for it.
 func (r *record) encodeSetIn(buf *[]byte, set []uint64) []byte {
 	flags := r.flags(len(set) > 0)
 	var b []byte
-	if buf == nil {
-		b = make([]byte, 0, r.encodedSize(flags, 8*len(set)))
+	if size := r.encodedSize(flags, 8*len(set)); buf == nil || size > maxCarvedRecord {
+		b = make([]byte, 0, size)
 	} else {
-		b = carve(buf, r.encodedSize(flags, 8*len(set)))[:0]
+		b = carve(buf, size)[:0]
 	}
 	b = r.putHead(b, flags, 8*len(set))
 	for _, v := range set {
