@@ -29,6 +29,18 @@ func fillBatch(b *tally.Batch, rng *rand.Rand, paths [][]byte, start time.Time, 
 	return start.Add(time.Duration(n) * step)
 }
 
+// openBench opens a store in a temporary directory of b's, closed when b
+// ends.
+func openBench(b *testing.B) *Store {
+	b.Helper()
+	s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC"}, fixedNow)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
 func makePaths(n int) [][]byte {
 	paths := make([][]byte, n)
 	for i := range paths {
@@ -43,11 +55,7 @@ func makePaths(n int) [][]byte {
 // whenever a commit asks for it, outside the timer: ms/commit+compact adds
 // its time, spread over the commits.
 func BenchmarkCommit50k(b *testing.B) {
-	s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC"}, fixedNow)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b)
 	var compactions int
 	var compacting time.Duration
 	compact := func() {
@@ -174,11 +182,7 @@ func BenchmarkSeriesDay(b *testing.B) {
 func BenchmarkCommitStages(b *testing.B) {
 	for _, stage := range []string{"prepare", "write"} {
 		b.Run(stage, func(b *testing.B) {
-			s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC"}, fixedNow)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := openBench(b)
 			rng := rand.New(rand.NewPCG(1, 2))
 			paths := makePaths(200)
 			at := t0.Unix() * 10 // tenths of a second
@@ -288,11 +292,7 @@ func BenchmarkSeriesBusy(b *testing.B) {
 // site's hours and days merged once a commit.
 func BenchmarkCommitSites(b *testing.B) {
 	const sites, lines = 100, 100_000
-	s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC"}, fixedNow)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b)
 	rng := rand.New(rand.NewPCG(1, 2))
 	paths := makePaths(200)
 	batches := []*tally.Batch{tally.NewSiteBatch(logtally.AllSites)}
