@@ -229,7 +229,7 @@ func (s *Store) foldTx(group []fold) error {
 				return nil, fmt.Errorf("site %s: %w", f.si.name, err)
 			}
 			changes = append(changes, siteChange{f.si.log, ch})
-			for _, day := range f.days {
+			for _, day := range f.si.daysUpTo(tx, f.days) {
 				if err := f.si.foldDay(tx, day); err != nil {
 					return nil, fmt.Errorf("site %s: %w", f.si.name, err)
 				}
@@ -237,6 +237,24 @@ func (s *Store) foldTx(group []fold) error {
 		}
 		return changes, nil
 	})
+}
+
+// daysUpTo returns days, found by daysToFold before tx, with every day
+// not folded yet that the per-day page counts hold in tx before the last
+// of them, in order. A commit between them may have logged a late line
+// into a day before days that had none (and compactTx merged it into the
+// per-day page counts, not the all-time totals): once a later day is
+// folded, no pass would fold it.
+func (s *Site) daysUpTo(tx *bolt.Tx, days [][]byte) [][]byte {
+	last := days[len(days)-1]
+	all := slices.Clone(days)
+	c := s.bucket(tx, bucketDayPaths).Cursor()
+	k, _ := c.Seek(nextDayKey(s.bucket(tx, bucketCounters).Get(keyFolded)))
+	for ; k != nil && bytes.Compare(k[:4], last) < 0; k, _ = c.Seek(nextDayKey(k)) {
+		all = append(all, bytes.Clone(k[:4]))
+	}
+	slices.SortFunc(all, bytes.Compare)
+	return slices.CompactFunc(all, bytes.Equal)
 }
 
 // foldDay adds one finished day's path counts to the all-time totals in

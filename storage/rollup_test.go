@@ -178,3 +178,82 @@ func TestEncodeRollupIsTheSketch(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeRollupIsTheLibrarysInEveryCase: encodeRollup gives what the
+// library path it replaced gave (the keys made a sketch, estimated and
+// marshalled), bytes, visitors and error, for the rollups that
+// TestEncodeRollupIsTheSketch leaves out: one with no visitors (whose
+// count is left as stored), one past denseFrom, one read back from a
+// sketch an older program stored with keys in its tmp set, and one with a
+// key hyperloglog refuses.
+func TestEncodeRollupIsTheLibrarysInEveryCase(t *testing.T) {
+	// Each case makes its rollup twice, alike: the hashes of n are fixed.
+	hashes := func(n int) []uint64 {
+		rng := rand.New(rand.NewPCG(5, uint64(n)))
+		hs := make([]uint64, n)
+		for i := range hs {
+			hs[i] = rng.Uint64()
+			if i%3 == 0 {
+				hs[i] &^= 0x7ff << 39 // a flagged key, with its rank
+			}
+		}
+		return hs
+	}
+	stored := func(hs []uint64) record { // an older program's: keys in the tmp set
+		sk := hyperloglog.New14()
+		for _, h := range hs {
+			sk.InsertHash(h)
+		}
+		old := record{hll: sk}
+		old.Requests, old.Visitors, old.Approximate = int64(len(hs)), 1, true
+		v, err := old.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r record
+		if err := r.decodeRollup(v); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	valid := sparseKey(hashes(1)[0])
+	refused := uint32(777)<<7 | 50<<1 | 1 // a rank of 50+11, past 64-14+1
+	for _, tc := range []struct {
+		name string
+		make func() record
+	}{
+		{"none", func() record { var r record; r.Requests, r.Visitors = 3, 2; return r }},
+		{"dense", func() record { var r record; r.addKeys(sortedKeys(hashes(denseFrom + 5))); return r }},
+		{"older encoding", func() record { return stored(hashes(100)) }},
+		{"older encoding, merged", func() record {
+			r := stored(hashes(40))
+			r.addKeys(sortedKeys(hashes(60)))
+			return r
+		}},
+		{"refused key", func() record { return record{sparse: []uint32{min(valid, refused), max(valid, refused)}} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.make()
+			gotV, gotErr := got.encodeRollup()
+			want := tc.make()
+			wantErr := want.sketchKeys()
+			var wantV []byte
+			if wantErr == nil {
+				if want.hll != nil {
+					want.Visitors = int64(want.hll.Estimate())
+				}
+				want.Approximate = true
+				wantV, wantErr = want.encode()
+			}
+			if (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("error %v, want %v", gotErr, wantErr)
+			}
+			if !bytes.Equal(gotV, wantV) {
+				t.Errorf("encoded %x, want %x", gotV, wantV)
+			}
+			if gotErr == nil && got.Visitors != want.Visitors {
+				t.Errorf("visitors %d, want %d", got.Visitors, want.Visitors)
+			}
+		})
+	}
+}
