@@ -212,13 +212,26 @@ const (
 // the sites in shared transactions (each site once in each). There is
 // nothing to do for a site whose log is empty, so it is idempotent.
 func (s *Store) compactLogs(ctx context.Context, sites []*Site) error {
+	fails := failures{}
+	if err := s.compactLogsOf(ctx, sites, fails); err != nil {
+		return err
+	}
+	return fails.err(sites)
+}
+
+// compactLogsOf is compactLogs, with the sites that fail recorded in
+// fails, the others compacted all the same.
+func (s *Store) compactLogsOf(ctx context.Context, sites []*Site, fails failures) error {
 	for len(sites) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := s.compactGroup(sites)
+		n, group, err := s.compactGroup(sites, fails)
 		if err != nil {
-			return err
+			fails.alone(group, func(si *Site) error {
+				_, _, err := s.compactGroup([]*Site{si}, fails)
+				return err
+			})
 		}
 		sites = sites[n:]
 	}
@@ -226,9 +239,9 @@ func (s *Store) compactLogs(ctx context.Context, sites []*Site) error {
 }
 
 // compactGroup compacts, in one transaction under writeMu, the logs of the
-// first of sites that fit in a group, and returns how many of sites it
-// went through.
-func (s *Store) compactGroup(sites []*Site) (int, error) {
+// first of sites that fit in a group (but those that failed), and returns
+// how many of sites it went through and the group.
+func (s *Store) compactGroup(sites []*Site, fails failures) (int, []*Site, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	var group []*Site
@@ -238,26 +251,26 @@ func (s *Store) compactGroup(sites []*Site) (int, error) {
 			break
 		}
 		n++
-		if len(si.log.days) > 0 {
+		if len(si.log.days) > 0 && !fails.failed(si) {
 			group = append(group, si)
 			size += si.log.bytes
 		}
 	}
 	if len(group) == 0 {
-		return n, nil
+		return n, nil, nil
 	}
 	err := s.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
 		changes := make([]siteChange, 0, len(group))
 		for _, si := range group {
 			ch, err := si.compactTx(tx, nil)
 			if err != nil {
-				return nil, fmt.Errorf("site %s: compact: %w", si.name, err)
+				return nil, fmt.Errorf("compact: %w", err)
 			}
 			changes = append(changes, siteChange{si.log, ch})
 		}
 		return changes, nil
 	})
-	return n, err
+	return n, group, err
 }
 
 // compactWanted compacts the path logs that have grown past their soft

@@ -195,12 +195,16 @@ type fold struct {
 // its later page views reach the all-time totals only through compaction,
 // and the log holds none from before. Not a transaction a site (a replay
 // ends with every site's) nor a day: each costs a commit's two syncs.
-func (s *Store) foldDays(folds []fold) error {
+func (s *Store) foldDays(folds []fold, fails failures) {
 	for len(folds) > 0 {
 		var group []fold
 		budget := maxFoldDays
 		for len(folds) > 0 && budget > 0 {
 			f := folds[0]
+			if fails.failed(f.si) {
+				folds = folds[1:]
+				continue
+			}
 			n := min(len(f.days), budget)
 			group = append(group, fold{f.si, f.days[:n]})
 			budget -= n
@@ -210,14 +214,22 @@ func (s *Store) foldDays(folds []fold) error {
 				break // the rest of its days in a transaction of their own
 			}
 		}
+		if len(group) == 0 {
+			continue
+		}
 		if err := s.foldTx(group); err != nil {
-			return err
+			sites := make([]*Site, len(group))
+			days := make(map[*Site][][]byte, len(group))
+			for i, f := range group {
+				sites[i], days[f.si] = f.si, f.days
+			}
+			fails.alone(sites, func(si *Site) error { return s.foldTx([]fold{{si, days[si]}}) })
 		}
 	}
-	return nil
 }
 
-// foldTx folds each site's days in group in one transaction.
+// foldTx folds each site's days in group in one transaction. Its error
+// does not say which site failed: with several, see failures.alone.
 func (s *Store) foldTx(group []fold) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -226,12 +238,12 @@ func (s *Store) foldTx(group []fold) error {
 		for _, f := range group {
 			ch, err := f.si.compactTx(tx, nil)
 			if err != nil {
-				return nil, fmt.Errorf("site %s: %w", f.si.name, err)
+				return nil, err
 			}
 			changes = append(changes, siteChange{f.si.log, ch})
 			for _, day := range f.si.daysUpTo(tx, f.days) {
 				if err := f.si.foldDay(tx, day); err != nil {
-					return nil, fmt.Errorf("site %s: %w", f.si.name, err)
+					return nil, err
 				}
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -44,31 +43,35 @@ type Pruned struct {
 func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 	now := s.now()
 	sites := s.siteList()
+	fails := failures{}
 	jobs := make([][]pruneJob, len(sites))
 	for i, si := range sites {
 		var f floors
 		if err := s.view(func(tx *bolt.Tx) error { f = si.floors(tx); return nil }); err != nil {
-			return nil, fmt.Errorf("site %s: %w", si.name, err)
+			fails.add(si, err)
+			continue
 		}
 		jobs[i] = si.pruneJobs(f, s.Retention())
 	}
-	if err := s.tidy(ctx, sites, now); err != nil {
+	if err := s.tidy(ctx, sites, now, fails); err != nil {
 		return nil, err
 	}
 	var ds []*deletion
 	for i, si := range sites {
 		for _, j := range jobs[i] {
-			ds = append(ds, newDeletion(si, j))
+			if !fails.failed(si) {
+				ds = append(ds, newDeletion(si, j))
+			}
 		}
 	}
-	err := s.deleteExpired(ctx, ds)
+	err := s.deleteExpired(ctx, ds, fails)
 	var out []Pruned
 	for _, d := range ds {
 		if d.p.Count > 0 {
 			out = append(out, d.p)
 		}
 	}
-	return out, err
+	return out, errors.Join(err, fails.err(sites))
 }
 
 // pruneJob is the deletion of one kind of history before its floor.
@@ -104,7 +107,7 @@ func (s *Site) pruneJobs(f floors, r Retention) []pruneJob {
 // What the sites need done, a compaction of the log and a minute's set or
 // two each a minute, a day to fold each a day, is done for them all in
 // shared transactions (see foldDays, compactLogs and compactSets).
-func (s *Store) tidy(ctx context.Context, sites []*Site, now time.Time) error {
+func (s *Store) tidy(ctx context.Context, sites []*Site, now time.Time, fails failures) error {
 	var folds []fold
 	var unfolded []*Site
 	ends := make([][]byte, len(sites))
@@ -112,9 +115,13 @@ func (s *Store) tidy(ctx context.Context, sites []*Site, now time.Time) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if fails.failed(si) {
+			continue
+		}
 		days, err := si.daysToFold(dayKey(now, si.loc))
 		if err != nil {
-			return fmt.Errorf("site %s: %w", si.name, err)
+			fails.add(si, err)
+			continue
 		}
 		// Folding days compacts the path log in its transaction; with no
 		// day to fold, the log is compacted with the other sites'.
@@ -125,19 +132,18 @@ func (s *Store) tidy(ctx context.Context, sites []*Site, now time.Time) error {
 		}
 		last, ok, err := si.Last()
 		if err != nil {
-			return fmt.Errorf("site %s: %w", si.name, err)
+			fails.add(si, err)
+			continue
 		}
 		if ok {
 			ends[i] = minuteKey(last.Add(-si.cfg.ExactVisitorsSpan))
 		}
 	}
-	if err := s.foldDays(folds); err != nil {
+	s.foldDays(folds, fails)
+	if err := s.compactLogsOf(ctx, unfolded, fails); err != nil {
 		return err
 	}
-	if err := s.compactLogs(ctx, unfolded); err != nil {
-		return err
-	}
-	_, err := s.compactSets(ctx, sites, ends, now)
+	_, err := s.compactSets(ctx, sites, ends, now, fails)
 	return err
 }
 
@@ -175,15 +181,29 @@ var errNothingToDelete = errors.New("nothing to delete")
 // in transactions of up to pruneBatch keys: a pruner passing over a
 // thousand sites a minute, each with a minute newly expired, commits one
 // transaction, not a thousand (two syncs each).
-func (s *Store) deleteExpired(ctx context.Context, ds []*deletion) error {
+func (s *Store) deleteExpired(ctx context.Context, ds []*deletion, fails failures) error {
 	for pending := slices.Clone(ds); len(pending) > 0; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if err := s.deleteRound(pending); err != nil {
-			return err
+			sites := make([]*Site, 0, len(pending))
+			for _, d := range pending {
+				if !slices.Contains(sites, d.si) {
+					sites = append(sites, d.si)
+				}
+			}
+			fails.alone(sites, func(si *Site) error {
+				var own []*deletion
+				for _, d := range pending {
+					if d.si == si {
+						own = append(own, d)
+					}
+				}
+				return s.deleteRound(own)
+			})
 		}
-		pending = slices.DeleteFunc(pending, func(d *deletion) bool { return d.done })
+		pending = slices.DeleteFunc(pending, func(d *deletion) bool { return d.done || fails.failed(d.si) })
 	}
 	return nil
 }
@@ -215,7 +235,7 @@ func (s *Store) deleteRound(ds []*deletion) error {
 			f.done = k == nil || bytes.Compare(k, d.j.end) >= 0
 			for _, k := range f.keys {
 				if err := b.Delete(k); err != nil {
-					return fmt.Errorf("site %s: %w", d.si.name, err)
+					return err
 				}
 			}
 			budget -= len(f.keys)

@@ -52,11 +52,11 @@ type setsBudget struct{ turn, scan int }
 // a thousand (two syncs each). The minutes' visitor counts stay exact; a
 // later line can only add to the sketch, and makes them approximate (see
 // mergeMinute).
-func (s *Store) compactSets(ctx context.Context, sites []*Site, ends [][]byte, now time.Time) (int, error) {
+func (s *Store) compactSets(ctx context.Context, sites []*Site, ends [][]byte, now time.Time, fails failures) (int, error) {
 	var passes []*setsPass
 	s.writeMu.Lock()
 	for i, si := range sites {
-		if ends[i] != nil {
+		if ends[i] != nil && !fails.failed(si) {
 			passes = append(passes, &setsPass{si: si, at: si.setsFrom, end: ends[i]})
 			// Commits from now on lower it to the minutes they give a set.
 			si.setsFrom = ends[i]
@@ -70,13 +70,17 @@ func (s *Store) compactSets(ctx context.Context, sites []*Site, ends [][]byte, n
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		var n int
-		n, err = s.compactSetsRound(pending, now, &buf)
+		n, roundErr := s.compactSetsRound(pending, now, &buf)
 		total += n
-		if err != nil {
-			break
+		if roundErr != nil {
+			fails.alone(passSites(pending), func(si *Site) error {
+				p := pending[slices.IndexFunc(pending, func(p *setsPass) bool { return p.si == si })]
+				n, err := s.compactSetsRound([]*setsPass{p}, now, &buf)
+				total += n
+				return err
+			})
 		}
-		pending = slices.DeleteFunc(pending, func(p *setsPass) bool { return p.done })
+		pending = slices.DeleteFunc(pending, func(p *setsPass) bool { return p.done || fails.failed(p.si) })
 	}
 	s.writeMu.Lock()
 	for _, p := range passes {
@@ -89,6 +93,15 @@ func (s *Store) compactSets(ctx context.Context, sites []*Site, ends [][]byte, n
 	}
 	s.writeMu.Unlock()
 	return total, err
+}
+
+// passSites returns the sites of passes.
+func passSites(passes []*setsPass) []*Site {
+	sites := make([]*Site, len(passes))
+	for i, p := range passes {
+		sites[i] = p.si
+	}
+	return sites
 }
 
 // compactSetsRound turns, in one transaction under writeMu, what its
@@ -119,7 +132,7 @@ func (s *Store) compactSetsRound(passes []*setsPass, now time.Time, buf *sketchB
 			kept := p.kept
 			turned, next, err := p.si.compactSetsTx(tx, p.at, p.end, keep, &kept, buf, &budget)
 			if err != nil {
-				return fmt.Errorf("site %s: %w", p.si.name, err)
+				return err
 			}
 			n += turned
 			moves = append(moves, moved{next, kept})
