@@ -65,9 +65,10 @@ type record struct {
 	// hll, in the form its visitors call for (see addSketch).
 	dense  bool
 	sparse []uint32 // sorted, distinct
-	// keys are the visitors that a commit preparing an hour or a day has
-	// gathered for its sketch, repeats included (see rollup).
-	keys []uint64
+	// keys are the sparse keys of the visitors that a commit preparing an
+	// hour or a day has gathered for its sketch, repeats included (see
+	// rollup).
+	keys []uint32
 }
 
 func (r *record) sketch() *hyperloglog.Sketch {

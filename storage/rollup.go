@@ -46,7 +46,9 @@ func rollup[K comparable](m map[K]*record, k K, d *tally.Delta) {
 		}
 		return
 	}
-	r.keys = append(r.keys, d.Visitors...)
+	for _, v := range d.Visitors {
+		r.keys = append(r.keys, sparseKey(v))
+	}
 	if len(r.keys) >= sealFrom {
 		r.seal()
 	}
@@ -58,8 +60,15 @@ func (r *record) seal() {
 	if len(r.keys) == 0 {
 		return
 	}
-	keys := sortedKeys(r.keys)
+	// The keys are the record's own: sorted in place, and, the first a
+	// sparse record gathers, its set with no copy.
+	slices.Sort(r.keys)
+	keys := slices.Compact(r.keys)
 	r.keys = nil
+	if !r.dense && len(r.sparse) == 0 {
+		r.sparse = keys
+		keys = nil // addKeys turns it dense if it holds enough
+	}
 	r.addKeys(keys)
 }
 
@@ -224,16 +233,6 @@ func (r *record) decodeRollup(v []byte) error {
 		r.addKeys(nil)
 	}
 	return nil
-}
-
-// sortedKeys returns the sparse keys of hashes, sorted and distinct.
-func sortedKeys(hashes []uint64) []uint32 {
-	keys := make([]uint32, len(hashes))
-	for i, h := range hashes {
-		keys[i] = sparseKey(h)
-	}
-	slices.Sort(keys)
-	return slices.Compact(keys)
 }
 
 // sparseSketch returns the sparse sketch whose keys are keys, sorted and

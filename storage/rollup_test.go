@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/axiomhq/hyperloglog"
@@ -32,7 +33,10 @@ func TestSparseKeyMatchesInsert(t *testing.T) {
 				wantDense.InsertHash(h)
 			}
 			keys := want.Estimate() // of a sparse sketch: its keys
-			r := &record{keys: hashes}
+			r := &record{}
+			for _, h := range hashes {
+				r.keys = append(r.keys, sparseKey(h))
+			}
 			r.seal()
 			if err := r.sketchKeys(); err != nil {
 				t.Fatal(err)
@@ -90,7 +94,8 @@ func TestRollupFormIgnoresBatching(t *testing.T) {
 					part := rollups{hours: map[int64]*record{0: {}}}
 					for i := p; i < n; i += parts {
 						// Each visitor twice, as two minutes would bring it.
-						part.hours[0].keys = append(part.hours[0].keys, visitors[i], visitors[i])
+						k := sparseKey(visitors[i])
+						part.hours[0].keys = append(part.hours[0].keys, k, k)
 					}
 					part.seal()
 					if err := mergeRollup(b, key, part.hours[0]); err != nil {
@@ -256,4 +261,14 @@ func TestEncodeRollupIsTheLibrarysInEveryCase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sortedKeys returns the sparse keys of hashes, sorted and distinct.
+func sortedKeys(hashes []uint64) []uint32 {
+	keys := make([]uint32, len(hashes))
+	for i, h := range hashes {
+		keys[i] = sparseKey(h)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
