@@ -132,6 +132,42 @@ func dayKey(t time.Time, loc *time.Location) []byte {
 	return b[:]
 }
 
+// dayCache is the dayKey, as a string, of the minutes of one day in loc,
+// kept while the minutes asked of it are of that day: a commit prepares
+// its minutes in time order, a day of them at a time, and a day's bounds
+// cost a conversion where each minute's day costs one and a string.
+type dayCache struct {
+	loc      *time.Location
+	key      string
+	from, to int64 // unix minutes whose start is in the day, at one offset
+}
+
+// of returns the dayKey of unix minute m, as a string. The minutes it
+// keeps the day for are those of m's local day at m's offset: between two
+// local midnights, and within the period of the zone that m is in (a
+// change of offset may start a day at 01:00, or give an hour twice), so
+// that no assumption about where a zone puts its midnights is made.
+func (c *dayCache) of(m int64) string {
+	if c.key != "" && c.from <= m && m < c.to {
+		return c.key
+	}
+	t := unixMinute(m).In(c.loc)
+	y, mo, d := t.Date()
+	_, offset := t.Zone()
+	lo := time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Unix() - int64(offset)
+	hi := lo + 24*3600
+	start, end := t.ZoneBounds() // zero: unbounded
+	if !start.IsZero() {
+		lo = max(lo, start.Unix())
+	}
+	if !end.IsZero() {
+		hi = min(hi, end.Unix())
+	}
+	c.key = string(dayKey(t, c.loc))
+	c.from, c.to = -logtally.FloorDiv(-lo, 60), -logtally.FloorDiv(-hi, 60)
+	return c.key
+}
+
 // dayBytes is the key of day, a yyyymmdd.
 func dayBytes(d uint32) []byte { return binary.BigEndian.AppendUint32(nil, d) }
 

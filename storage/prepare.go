@@ -156,13 +156,24 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 	r := rollups{hours: make(map[int64]*record), days: make(map[string]*record)}
 	sc.pages.grow(len(names))
 	sorter := scratch{buckets: sc.buckets, hashes: sc.hashes}
+	// The minutes come in time order: most are of the hour and the day of
+	// the minute before, looked up once.
+	days := dayCache{loc: s.loc}
+	var hour, day *record
+	var lastHour int64
+	var lastDay string
 	for i := range preps {
 		p := &preps[i]
 		d := p.d
 		prepare(d, &sorter)
-		p.day = string(dayKey(unixMinute(p.minute), s.loc))
-		rollup(r.hours, logtally.FloorDiv(p.minute, 60), d)
-		rollup(r.days, p.day, d)
+		if h := logtally.FloorDiv(p.minute, 60); hour == nil || h != lastHour {
+			hour, lastHour = rollupOf(r.hours, h), h
+		}
+		if p.day = days.of(p.minute); day == nil || p.day != lastDay {
+			day, lastDay = rollupOf(r.days, p.day), p.day
+		}
+		hour.gather(d)
+		day.gather(d)
 		for _, id := range d.Views {
 			sc.pages.add(id, 1)
 		}

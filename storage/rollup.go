@@ -32,13 +32,19 @@ import (
 // after its first minutes, and inserted into directly from then on.
 const sealFrom = 2 * denseFrom
 
-// rollup adds a minute's delta to the hour or day record it belongs to.
-func rollup[K comparable](m map[K]*record, k K, d *tally.Delta) {
+// rollupOf returns the record of k in m, the hours or days a commit
+// prepares, made if m has none.
+func rollupOf[K comparable](m map[K]*record, k K) *record {
 	r := m[k]
 	if r == nil {
 		r = &record{}
 		m[k] = r
 	}
+	return r
+}
+
+// gather adds a minute's delta to r, the hour or day it belongs to.
+func (r *record) gather(d *tally.Delta) {
 	r.add(d)
 	if r.dense {
 		for _, v := range d.Visitors {
