@@ -8,7 +8,7 @@ import (
 // failures are the sites a prune could not tidy or delete from, each with
 // why. The sites share a prune's transactions, and one site's damage
 // fails the transaction: its step is then done again for each site alone
-// (see alone), so that the damaged site fails and the others go on. A
+// (see eachAlone), so that the damaged site fails and the others go on. A
 // site that failed is left out of the steps that follow, above all the
 // deletions: a site whose days could not be folded must keep their
 // per-day page counts, or their views would never reach its all-time
@@ -39,12 +39,15 @@ func (f failures) err(sites []*Site) error {
 	return errors.Join(errs...)
 }
 
-// alone runs step, which failed for sites together, for each of them on
-// its own, and records those that fail again.
-func (f failures) alone(sites []*Site, step func(si *Site) error) {
-	for _, si := range sites {
-		if err := step(si); err != nil {
-			f.add(si, err)
+// eachAlone runs step, which failed for items together, for each of them on
+// its own, and records the site of each that fails again, passing over
+// the items of a site that failed.
+func eachAlone[T any](f failures, items []T, site func(T) *Site, step func(T) error) {
+	for _, it := range items {
+		if si := site(it); !f.failed(si) {
+			if err := step(it); err != nil {
+				f.add(si, err)
+			}
 		}
 	}
 }

@@ -228,7 +228,7 @@ func (s *Store) compactLogsOf(ctx context.Context, sites []*Site, fails failures
 		}
 		n, group, err := s.compactGroup(sites, fails)
 		if err != nil {
-			fails.alone(group, func(si *Site) error {
+			eachAlone(fails, group, func(si *Site) *Site { return si }, func(si *Site) error {
 				_, _, err := s.compactGroup([]*Site{si}, fails)
 				return err
 			})

@@ -218,18 +218,13 @@ func (s *Store) foldDays(folds []fold, fails failures) {
 			continue
 		}
 		if err := s.foldTx(group); err != nil {
-			sites := make([]*Site, len(group))
-			days := make(map[*Site][][]byte, len(group))
-			for i, f := range group {
-				sites[i], days[f.si] = f.si, f.days
-			}
-			fails.alone(sites, func(si *Site) error { return s.foldTx([]fold{{si, days[si]}}) })
+			eachAlone(fails, group, func(f fold) *Site { return f.si }, func(f fold) error { return s.foldTx([]fold{f}) })
 		}
 	}
 }
 
 // foldTx folds each site's days in group in one transaction. Its error
-// does not say which site failed: with several, see failures.alone.
+// does not say which site failed: with several, see eachAlone.
 func (s *Store) foldTx(group []fold) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

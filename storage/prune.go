@@ -187,21 +187,16 @@ func (s *Store) deleteExpired(ctx context.Context, ds []*deletion, fails failure
 			return err
 		}
 		if err := s.deleteRound(pending); err != nil {
-			sites := make([]*Site, 0, len(pending))
-			for _, d := range pending {
-				if !slices.Contains(sites, d.si) {
-					sites = append(sites, d.si)
+			// Each site's deletions, in a round of their own (ds is in
+			// the order of the sites).
+			var bySite [][]*deletion
+			for i, d := range pending {
+				if i == 0 || d.si != pending[i-1].si {
+					bySite = append(bySite, nil)
 				}
+				bySite[len(bySite)-1] = append(bySite[len(bySite)-1], d)
 			}
-			fails.alone(sites, func(si *Site) error {
-				var own []*deletion
-				for _, d := range pending {
-					if d.si == si {
-						own = append(own, d)
-					}
-				}
-				return s.deleteRound(own)
-			})
+			eachAlone(fails, bySite, func(own []*deletion) *Site { return own[0].si }, s.deleteRound)
 		}
 		pending = slices.DeleteFunc(pending, func(d *deletion) bool { return d.done || fails.failed(d.si) })
 	}

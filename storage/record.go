@@ -67,7 +67,7 @@ type record struct {
 	sparse []uint32 // sorted, distinct
 	// keys are the sparse keys of the visitors that a commit preparing an
 	// hour or a day has gathered for its sketch, repeats included (see
-	// rollup).
+	// gather).
 	keys []uint32
 }
 

@@ -73,8 +73,7 @@ func (s *Store) compactSets(ctx context.Context, sites []*Site, ends [][]byte, n
 		n, roundErr := s.compactSetsRound(pending, now, &buf)
 		total += n
 		if roundErr != nil {
-			fails.alone(passSites(pending), func(si *Site) error {
-				p := pending[slices.IndexFunc(pending, func(p *setsPass) bool { return p.si == si })]
+			eachAlone(fails, pending, func(p *setsPass) *Site { return p.si }, func(p *setsPass) error {
 				n, err := s.compactSetsRound([]*setsPass{p}, now, &buf)
 				total += n
 				return err
@@ -93,15 +92,6 @@ func (s *Store) compactSets(ctx context.Context, sites []*Site, ends [][]byte, n
 	}
 	s.writeMu.Unlock()
 	return total, err
-}
-
-// passSites returns the sites of passes.
-func passSites(passes []*setsPass) []*Site {
-	sites := make([]*Site, len(passes))
-	for i, p := range passes {
-		sites[i] = p.si
-	}
-	return sites
 }
 
 // compactSetsRound turns, in one transaction under writeMu, what its
