@@ -276,38 +276,13 @@ func (s *Store) compactGroup(sites []*Site, fails failures) (int, []*Site, error
 // compactWanted compacts the path logs that have grown past their soft
 // bounds.
 func (s *Store) compactWanted(ctx context.Context) error {
+	var wanted []*Site
+	s.writeMu.Lock()
 	for _, si := range s.siteList() {
-		s.writeMu.Lock()
-		want := si.log.wantsCompaction()
-		s.writeMu.Unlock()
-		if !want {
-			continue
-		}
-		if err := si.compact(ctx); err != nil {
-			return err
+		if si.log.wantsCompaction() {
+			wanted = append(wanted, si)
 		}
 	}
-	return nil
-}
-
-// compact merges the site's path log into its per-path shards in a
-// transaction of its own. There is nothing to do once the log is empty, so
-// it is idempotent.
-func (s *Site) compact(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.st.writeMu.Lock()
-	defer s.st.writeMu.Unlock()
-	if len(s.log.days) == 0 {
-		return nil
-	}
-	err := s.st.writeTx(func(tx *bolt.Tx) ([]siteChange, error) {
-		ch, err := s.compactTx(tx, nil)
-		return []siteChange{{s.log, ch}}, err
-	})
-	if err != nil {
-		return fmt.Errorf("site %s: compact: %w", s.name, err)
-	}
-	return nil
+	s.writeMu.Unlock()
+	return s.compactLogs(ctx, wanted)
 }

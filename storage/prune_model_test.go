@@ -301,7 +301,7 @@ func (s *Site) oldTidy(ctx context.Context, now time.Time) error {
 		rest = rest[n:]
 	}
 	if len(days) == 0 {
-		if err := s.compact(ctx); err != nil {
+		if err := s.st.compactLogs(ctx, []*Site{s}); err != nil { // a transaction of its own
 			return err
 		}
 	}
