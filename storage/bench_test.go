@@ -333,3 +333,50 @@ func BenchmarkCommitSites(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/commit")
 }
+
+// BenchmarkDayTotals reads the totals of a busy day, 24 hours of 3,000
+// visitors each (dense sketches): made from its hours while it is the
+// newest, kept as them (lazy), and read from its record once a prune
+// stored it.
+func BenchmarkDayTotals(b *testing.B) {
+	for _, stored := range []bool{false, true} {
+		b.Run(fmt.Sprintf("stored=%t", stored), func(b *testing.B) {
+			clock := t0.Add(3 * 24 * time.Hour)
+			s, err := Open(Config{Path: filepath.Join(b.TempDir(), "db"), TZ: "UTC"}, func() time.Time { return clock })
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			day := t0.Truncate(24 * time.Hour)
+			rng := rand.New(rand.NewPCG(3, 4))
+			for h := range int64(24) {
+				batch := tally.NewBatch()
+				for range 3000 {
+					hit := logtally.Hit{Time: day.Unix() + h*3600 + rng.Int64N(3600), PageView: true,
+						Visitor: rng.Uint64(), Path: []byte("/"), Status: 200}
+					batch.Add(&hit, false)
+				}
+				if err := s.Commit(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if stored { // a line of the next day makes this one a day before the newest
+				batch := tally.NewBatch()
+				hit := logtally.Hit{Time: day.Unix() + 25*3600, PageView: true, Visitor: 1, Path: []byte("/")}
+				batch.Add(&hit, false)
+				if err := s.Commit(batch); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Prune(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Totals(day, day); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

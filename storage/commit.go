@@ -231,8 +231,13 @@ func (s *Site) commit(tx *bolt.Tx, b *tally.Batch, p *prepared) (*logChange, log
 		}
 		kept.Minutes += m.d.Requests
 	}
-	hb, db := s.bucket(tx, bucketHours), s.bucket(tx, bucketDays)
-	hb.FillPercent, db.FillPercent = 1, 1 // appended in order, as minutes
+	hb := s.bucket(tx, bucketHours)
+	hb.FillPercent = 1 // appended in order, as minutes
+	days := minuteDays(p.minutes)
+	lazyFrom, err := s.endLazyDays(tx, days, f)
+	if err != nil {
+		return nil, kept, err
+	}
 	for _, hour := range slices.Sorted(maps.Keys(p.hours)) {
 		if hour < f.hour {
 			continue
@@ -242,15 +247,11 @@ func (s *Site) commit(tx *bolt.Tx, b *tally.Batch, p *prepared) (*logChange, log
 		}
 		kept.Hours += p.hours[hour].Requests
 	}
-	for _, day := range slices.Sorted(maps.Keys(p.days)) {
-		if uint32Key([]byte(day)) < f.day {
-			continue
-		}
-		if err := mergeRollup(db, []byte(day), p.days[day]); err != nil {
-			return nil, kept, fmt.Errorf("day %x: %w", day, err)
-		}
-		kept.Days += p.days[day].Requests
+	n, err := s.commitDays(tx, p, days, f, lazyFrom)
+	if err != nil {
+		return nil, kept, err
 	}
+	kept.Days += n
 	if err := s.commitSeconds(tx, b); err != nil {
 		return nil, kept, err
 	}

@@ -31,7 +31,9 @@ import (
 //	                                exact visitor set in place of its sketch
 //	                                (see record.set)
 //	sites/<site>/hours/<hour>       record (unix hour, uint64)
-//	sites/<site>/days/<yyyymmdd>    record (uint32 date in the zone of Config.TZ)
+//	sites/<site>/days/<yyyymmdd>    record (uint32 date in the zone of Config.TZ);
+//	                                none for a day kept as its hours alone
+//	                                (see lazyday.go)
 //	sites/<site>/paths/<shard>      all-time page views of the paths of one of
 //	                                256 hash shards (uint16), sorted by path
 //	sites/<site>/daypaths/<yyyymmdd><shard>  the same for one day
@@ -40,7 +42,8 @@ import (
 //	sites/<site>/counters/<name>    bookkeeping: distinct paths per day and
 //	                                all-time (uvarint), last day folded, the
 //	                                newest line's minute, from when each
-//	                                resolution is held whole (retention.go)
+//	                                resolution is held whole (retention.go),
+//	                                the first day kept as its hours (lazyday.go)
 //	sites/<site>/seconds/<second>   live window state of one second (unix, uint64)
 //	sites/default/outbox/<seq>      a committed batch of any site waiting to be
 //	                                shipped to the fleet (fleet mode; see outbox.go)

@@ -201,18 +201,28 @@ func (s *Site) pathsTry(inStep func(tx *bolt.Tx) bool, fn func(tx *bolt.Tx) erro
 // is left out, as Series(24h) leaves it out, which names it.
 func (s *Site) Totals(from, to time.Time) (logtally.Counts, error) {
 	var total logtally.Counts
+	add := func(_ []byte, r *record) {
+		total.Requests += r.Requests
+		total.PageViews += r.PageViews
+		total.Bytes += r.Bytes
+		total.Rejected += r.Rejected
+		for c, n := range r.Status {
+			total.Status[c] += n
+		}
+		total.Visitors += r.Visitors
+		total.Approximate = total.Approximate || r.Visitors > 0
+	}
+	lo, hi := dayKey(from, s.loc), dayKey(to, s.loc)
 	err := s.st.view(func(tx *bolt.Tx) error {
-		return scan(s.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(_ []byte, r *record) {
-			total.Requests += r.Requests
-			total.PageViews += r.PageViews
-			total.Bytes += r.Bytes
-			total.Rejected += r.Rejected
-			for c, n := range r.Status {
-				total.Status[c] += n
+		err := scan(s.bucket(tx, bucketDays), lo, hi, false, add, func(k []byte, err error) { s.damaged(bucketDays, k, err) })
+		// The lazy days, made from their hours (see lazyday.go).
+		s.lazyDays(tx, lo, hi, func(day, v []byte) {
+			var r record
+			if err := r.decode(v, false); err == nil {
+				add(day, &r)
 			}
-			total.Visitors += r.Visitors
-			total.Approximate = total.Approximate || r.Visitors > 0
-		}, func(k []byte, err error) { s.damaged(bucketDays, k, err) })
+		}, func(_, hour []byte, err error) { s.damaged(bucketHours, hour, err) })
+		return err
 	})
 	return total, err
 }

@@ -169,11 +169,18 @@ func (s *Store) prepareRun(preps []minutePrep, names []string, sc *prepScratch) 
 		if h := logtally.FloorDiv(p.minute, 60); hour == nil || h != lastHour {
 			hour, lastHour = rollupOf(r.hours, h), h
 		}
-		if p.day = days.of(p.minute); day == nil || p.day != lastDay {
-			day, lastDay = rollupOf(r.days, p.day), p.day
+		if p.day = days.of(p.minute); i == 0 || p.day != lastDay {
+			lastDay, day = p.day, nil
+			// A day its hours hold whole gets no record unless the
+			// commit merges it into a stored one (see lazyday.go).
+			if !s.dayAligned([]byte(p.day)) {
+				day = rollupOf(r.days, p.day)
+			}
 		}
 		hour.gather(d)
-		day.gather(d)
+		if day != nil {
+			day.gather(d)
+		}
 		for _, id := range d.Views {
 			sc.pages.add(id, 1)
 		}

@@ -45,15 +45,19 @@ func (s *Store) Prune(ctx context.Context) ([]Pruned, error) {
 	sites := s.siteList()
 	fails := failures{}
 	jobs := make([][]pruneJob, len(sites))
+	fs := make([]floors, len(sites))
 	for i, si := range sites {
-		var f floors
-		if err := s.view(func(tx *bolt.Tx) error { f = si.floors(tx); return nil }); err != nil {
+		if err := s.view(func(tx *bolt.Tx) error { fs[i] = si.floors(tx); return nil }); err != nil {
 			fails.add(si, err)
 			continue
 		}
-		jobs[i] = si.pruneJobs(f, s.Retention())
+		jobs[i] = si.pruneJobs(fs[i], s.Retention())
 	}
 	if err := s.tidy(ctx, sites, now, fails); err != nil {
+		return nil, err
+	}
+	// Before the hours they are made of go (see lazyday.go).
+	if err := s.storeLazyDays(ctx, sites, fs, fails); err != nil {
 		return nil, err
 	}
 	var ds []*deletion

@@ -272,6 +272,10 @@ func (s *Site) oldPrune(ctx context.Context, now time.Time) ([]Pruned, error) {
 	if err := s.oldTidy(ctx, now); err != nil {
 		return nil, err
 	}
+	// Lazy days, site by site too (storeLazyDays shares them).
+	if err := s.st.storeLazyAlone(s, f); err != nil {
+		return nil, err
+	}
 	var out []Pruned
 	for _, j := range jobs {
 		p, err := s.oldRunJob(ctx, j)

@@ -96,9 +96,13 @@ func (s *Site) Series(from, to time.Time, step time.Duration) (logtally.Series, 
 		if t, ok := s.keptFromStep(tx, step); ok {
 			out.KeptFrom = t
 		}
-		return src.fill(s.bucket(tx, src.bucket), starts, &out, func(k []byte, err error) {
+		err := src.fill(s.bucket(tx, src.bucket), starts, &out, func(k []byte, err error) {
 			out.Damaged = append(out.Damaged, s.damaged(src.bucket, k, err))
 		})
+		if err == nil && bytes.Equal(src.bucket, bucketDays) {
+			s.fillLazyDays(tx, src, starts, &out)
+		}
+		return err
 	})
 	if err != nil {
 		return logtally.Series{Step: step}, err
@@ -162,13 +166,10 @@ func (s *Site) seriesSource(step time.Duration, first, to time.Time) seriesSourc
 // A record that cannot be decoded is passed to skip, its point marked
 // damaged.
 func (src seriesSource) fill(b *bolt.Bucket, starts []time.Time, out *logtally.Series, skip func(k []byte, err error)) error {
-	index := func(t time.Time) int { // the last step starting at or before t
-		return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
-	}
 	visitors := stepVisitors{at: -1}
 	c := b.Cursor()
 	for k, v := c.Seek(src.lo); k != nil && bytes.Compare(k, src.hi) <= 0; k, v = c.Next() {
-		i := index(src.keyTime(k))
+		i := stepOf(starts, src.keyTime(k))
 		var r record
 		sk, err := r.decodeCounts(v)
 		if err != nil {
@@ -181,16 +182,9 @@ func (src seriesSource) fill(b *bolt.Bucket, starts []time.Time, out *logtally.S
 		if i < 0 {
 			continue
 		}
-		p := &out.Points[i]
-		p.Requests += r.Requests
-		p.PageViews += r.PageViews
-		p.Bytes += r.Bytes
-		for c, n := range r.Status {
-			p.Status[c] += n
-		}
-		out.Approximate = out.Approximate || r.Approximate
+		addCounts(out, i, &r)
 		if !src.merge {
-			p.Visitors += r.Visitors
+			out.Points[i].Visitors += r.Visitors
 			continue
 		}
 		if err := visitors.add(out, i, sk, &r); err != nil {
@@ -198,6 +192,45 @@ func (src seriesSource) fill(b *bolt.Bucket, starts []time.Time, out *logtally.S
 		}
 	}
 	return visitors.flush(out)
+}
+
+// stepOf returns the last step of starts that starts at or before t, -1
+// if none does.
+func stepOf(starts []time.Time, t time.Time) int {
+	return sort.Search(len(starts), func(i int) bool { return starts[i].After(t) }) - 1
+}
+
+// addCounts adds a record's counts but its visitors to point i of out.
+func addCounts(out *logtally.Series, i int, r *record) {
+	p := &out.Points[i]
+	p.Requests += r.Requests
+	p.PageViews += r.PageViews
+	p.Bytes += r.Bytes
+	for c, n := range r.Status {
+		p.Status[c] += n
+	}
+	out.Approximate = out.Approximate || r.Approximate
+}
+
+// fillLazyDays adds the site's lazy days in a series of days' range (see
+// lazyday.go), each made from its hours, to the points of out. A day with
+// a damaged hour is left out, its point marked damaged and the hour named.
+func (s *Site) fillLazyDays(tx *bolt.Tx, src seriesSource, starts []time.Time, out *logtally.Series) {
+	s.lazyDays(tx, src.lo, src.hi, func(day, v []byte) {
+		var r record
+		if _, err := r.decodeCounts(v); err != nil {
+			return // encoded by encodeRollup just now
+		}
+		if i := stepOf(starts, s.dayTime(day)); i >= 0 {
+			addCounts(out, i, &r)
+			out.Points[i].Visitors += r.Visitors
+		}
+	}, func(day, hour []byte, err error) {
+		out.Damaged = append(out.Damaged, s.damaged(bucketHours, hour, err))
+		if i := stepOf(starts, s.dayTime(day)); i >= 0 {
+			out.Points[i].Damaged = true
+		}
+	})
 }
 
 // stepVisitors merges the sketches of the minutes of a step, steps in

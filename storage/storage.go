@@ -54,7 +54,11 @@ import (
 // it refuses the file. Open upgrades a version 5 file in place: it writes
 // the version, then moves each kept set into its minute's record and
 // drops the sets' buckets, in transactions of its own (see moveSets).
-const SchemaVersion = 6
+// Version 7 keeps a site's newest day as its hours alone (see
+// lazyday.go): a version 6 program would find no record of the day and
+// answer it empty, so it refuses the file. Open upgrades a version 6 file
+// by writing the version: its days all have records.
+const SchemaVersion = 7
 
 var (
 	// ErrSchema means the file was written by an incompatible version of
@@ -210,6 +214,10 @@ type Store struct {
 	// commit commits a write transaction: (*bolt.Tx).Commit, unless a test
 	// holds commits at a chosen point.
 	commit func(*bolt.Tx) error
+	// eagerDays has commits store every day's record as schema 6 did,
+	// rather than keep the newest as its hours (see lazyday.go): what a
+	// test compares lazy days with.
+	eagerDays bool
 
 	// writeMu is held by whatever writes counts or a path log (Commit,
 	// compaction, folding, CopySite) for its whole length, and by whoever

@@ -67,14 +67,29 @@ func (s *Store) hours(from, to time.Time) ([]logtally.Bucket, error) {
 	return out, err
 }
 
-// days returns the stored days in [from, to], oldest first.
+// days returns the days in [from, to], oldest first: those stored, and
+// the lazy ones made from their hours (see lazyday.go).
 func (s *Store) days(from, to time.Time) ([]logtally.Bucket, error) {
 	var out []logtally.Bucket
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return scan(s.def.bucket(tx, bucketDays), dayKey(from, s.loc), dayKey(to, s.loc), false, func(k []byte, r *record) {
+		lo, hi := dayKey(from, s.loc), dayKey(to, s.loc)
+		add := func(k []byte, r *record) {
 			out = append(out, logtally.Bucket{Time: dayStart(k, s.loc), Counts: r.Counts})
-		}, nil)
+		}
+		if err := scan(s.def.bucket(tx, bucketDays), lo, hi, false, add, nil); err != nil {
+			return err
+		}
+		var err error
+		s.def.lazyDays(tx, lo, hi, func(day, v []byte) {
+			var r record
+			if err == nil {
+				err = r.decode(v, false)
+				add(day, &r)
+			}
+		}, func(_, _ []byte, e error) { err = e })
+		return err
 	})
+	slices.SortFunc(out, func(a, b logtally.Bucket) int { return a.Time.Compare(b.Time) })
 	return out, err
 }
 

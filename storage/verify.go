@@ -116,7 +116,7 @@ func checkShard(v []byte) error {
 // checkCounter checks a site's bookkeeping value by its key.
 func checkCounter(k, v []byte) error {
 	switch {
-	case bytes.Equal(k, keyFolded):
+	case bytes.Equal(k, keyFolded), bytes.Equal(k, keyLazyFrom):
 		return fixedLength(4)(k, v)
 	case bytes.Equal(k, keyNewest):
 		return fixedLength(8)(k, v)
