@@ -106,8 +106,10 @@ func (s *Site) setLazyFrom(tx *bolt.Tx, day uint32) error {
 }
 
 // dayFromHours returns the record of day made from its stored hours, and
-// false if it has none. A damaged hour is an error, naming its key.
-func (s *Site) dayFromHours(tx *bolt.Tx, day []byte) (*record, bool, error) {
+// false if it has none. A damaged hour is an error, naming its key; with
+// skip, it goes to skip instead and is left out, as a series of hours
+// leaves it out.
+func (s *Site) dayFromHours(tx *bolt.Tx, day []byte, skip func(k []byte, err error)) (*record, bool, error) {
 	start, end := dayBounds(day, s.loc)
 	lo, hi := hourKey(start), hourKey(end)
 	var r record
@@ -115,22 +117,27 @@ func (s *Site) dayFromHours(tx *bolt.Tx, day []byte) (*record, bool, error) {
 	c := s.bucket(tx, bucketHours).Cursor()
 	for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) < 0; k, v = c.Next() {
 		var h record
-		if err := h.decodeRollup(v); err != nil {
-			return nil, false, fmt.Errorf("hour %x: %w", k, err)
+		err := h.decodeRollup(v)
+		if err == nil {
+			r.addTotals(h.Requests, h.PageViews, h.Bytes, h.Rejected, &h.Status)
+			err = r.mergeSketch(&h)
 		}
-		r.addTotals(h.Requests, h.PageViews, h.Bytes, h.Rejected, &h.Status)
-		if err := r.mergeSketch(&h); err != nil {
+		switch {
+		case err == nil:
+			found = true
+		case skip == nil:
 			return nil, false, fmt.Errorf("hour %x: %w", k, err)
+		default:
+			skip(k, err)
 		}
-		found = true
 	}
 	return &r, found, nil
 }
 
 // lazyValue returns the value that storing lazy day would store, and
-// false if its hours hold nothing.
-func (s *Site) lazyValue(tx *bolt.Tx, day []byte) ([]byte, bool, error) {
-	r, ok, err := s.dayFromHours(tx, day)
+// false if its hours hold nothing; skip is dayFromHours'.
+func (s *Site) lazyValue(tx *bolt.Tx, day []byte, skip func(k []byte, err error)) ([]byte, bool, error) {
+	r, ok, err := s.dayFromHours(tx, day, skip)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -145,7 +152,7 @@ func (s *Site) materialize(tx *bolt.Tx, day []byte) error {
 	if db.Get(day) != nil {
 		return nil
 	}
-	v, ok, err := s.lazyValue(tx, day)
+	v, ok, err := s.lazyValue(tx, day, nil)
 	if err != nil || !ok {
 		return err
 	}
@@ -155,7 +162,7 @@ func (s *Site) materialize(tx *bolt.Tx, day []byte) error {
 
 // lazyDays calls fn with the key and the value made from its hours of
 // every lazy day in [lo, hi] (day keys) that has hours and no record, in
-// order. A day with a damaged hour goes to skip with the hour's key.
+// order. A damaged hour goes to skip with its day, and is left out.
 func (s *Site) lazyDays(tx *bolt.Tx, lo, hi []byte, fn func(day, v []byte), skip func(day, hour []byte, err error)) {
 	first := s.lazyFrom(tx)
 	if first == 0 {
@@ -177,11 +184,8 @@ func (s *Site) lazyDays(tx *bolt.Tx, lo, hi []byte, fn func(day, v []byte), skip
 		if uint32Key(day) < first || db.Get(day) != nil {
 			continue
 		}
-		v, ok, err := s.lazyValue(tx, day)
-		switch {
-		case err != nil:
-			skip(day, k, err)
-		case ok:
+		v, ok, err := s.lazyValue(tx, day, func(k []byte, err error) { skip(day, k, err) })
+		if err == nil && ok {
 			fn(day, v)
 		}
 	}

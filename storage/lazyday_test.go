@@ -209,7 +209,7 @@ func lazyRecord(t *testing.T, s *Store, key string) string {
 			t.Errorf("%s: a day before the newest kept as its hours after a prune", key)
 		}
 		var err error
-		v, _, err = si.lazyValue(tx, day)
+		v, _, err = si.lazyValue(tx, day, nil)
 		return err
 	})
 	if err != nil {
