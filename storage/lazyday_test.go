@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
-	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -279,7 +278,7 @@ func TestUpgradeFromSchema6(t *testing.T) {
 	eagerClock := t0
 	eager := mustOpenAt(t, Config{TZ: "UTC"}, func() time.Time { return eagerClock })
 	eager.eagerDays = true
-	runDays(t, eager, &eagerClock, daysSteps(0, 3))
+	runSteps(t, eager, &eagerClock, daysSteps(0, 3))
 	eager = reopen(t, eager) // as the file was, once written
 	eager.eagerDays = true
 	stores := [2]*Store{upgraded, eager}
@@ -289,9 +288,9 @@ func TestUpgradeFromSchema6(t *testing.T) {
 	}
 	for _, st := range daysSteps(3, 5) {
 		eagerClock = t0.Add(st.clock)
-		one := []daysStep{st}
-		runDays(t, upgraded, &clock, one)
-		runDays(t, eager, &eagerClock, one)
+		one := []setsStep{st}
+		runSteps(t, upgraded, &clock, one)
+		runSteps(t, eager, &eagerClock, one)
 		readSame(t, 0, stores, sites, clock)
 	}
 	pruneSame(t, -1, stores)
@@ -300,19 +299,13 @@ func TestUpgradeFromSchema6(t *testing.T) {
 	}
 }
 
-// daysStep is one step of the history of testdata/v6-days.db.gz and of the upgrade after it: a commit
-// of one batch a site, or a prune (no hits), at a clock after t0.
-type daysStep struct {
-	clock time.Duration
-	hits  map[string][]logtally.Hit
-}
-
-// daysSteps returns the steps of a history of the default site and
-// b.example over days from t0's, from, to before: commits of a few hours
-// of lines each, a prune a day, and a late line into the day before.
-func daysSteps(from, to int) []daysStep {
+// daysSteps returns the steps (run by runSteps) of a history of the
+// default site and b.example over days from t0's, from, to before:
+// commits of a few hours of lines each, a prune a day, and a late line
+// into the day before. daysSteps(0, 3) wrote testdata/v6-days.db.gz.
+func daysSteps(from, to int) []setsStep {
 	rng := rand.New(rand.NewPCG(uint64(from), 62))
-	var steps []daysStep
+	var steps []setsStep
 	for d := from; d < to; d++ {
 		for part := range 4 {
 			hits := make(map[string][]logtally.Hit)
@@ -325,34 +318,9 @@ func daysSteps(from, to int) []daysStep {
 					hits[site] = append(hits[site], page(int64((d-1)*86400-3600), rng.Uint64N(300)+1, "/late"))
 				}
 			}
-			steps = append(steps, daysStep{time.Duration(d*86400+(part+1)*6*3600-12*3600) * time.Second, hits})
+			steps = append(steps, setsStep{time.Duration(d*86400+(part+1)*6*3600-12*3600) * time.Second, hits})
 		}
-		steps = append(steps, daysStep{clock: time.Duration(d*86400+12*3600) * time.Second})
+		steps = append(steps, setsStep{clock: time.Duration(d*86400+12*3600) * time.Second})
 	}
 	return steps
-}
-
-// runDays runs steps on s, setting *clock to each step's.
-func runDays(t *testing.T, s *Store, clock *time.Time, steps []daysStep) {
-	t.Helper()
-	for _, st := range steps {
-		*clock = t0.Add(st.clock)
-		if st.hits == nil {
-			if _, err := s.Prune(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		var bs []*tally.Batch
-		for _, site := range []string{logtally.DefaultSite, "b.example"} {
-			b := tally.NewSiteBatch(site)
-			for _, h := range st.hits[site] {
-				addHit(b, h, 200, 100, false)
-			}
-			bs = append(bs, b)
-		}
-		if err := s.Commit(bs...); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
