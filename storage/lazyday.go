@@ -214,14 +214,18 @@ func minuteDays(ms []minutePrep) []dayRun {
 // endLazyDays stores, from their hours, the days of a commit that were
 // lazy and no longer may be, as of the floors f: before the commit adds
 // its lines to their hours, since it merges its lines into their records
-// (commitDays). It returns the first day that may be lazy.
+// (commitDays). A lazy day past the retention of days is stored too: a
+// stored day takes no more lines once past it, while its hours, kept
+// longer, still do, and the day would read them until the prune deletes
+// it. It returns the first day that may be lazy.
 func (s *Site) endLazyDays(tx *bolt.Tx, days []dayRun, f floors) (uint32, error) {
 	from := s.lazyFrom(tx)
 	if from == 0 {
 		return 0, nil
 	}
 	for _, d := range days {
-		if uint32Key(d.key) >= max(from, f.day) && !s.lazyDay(d.key, f) {
+		day := uint32Key(d.key)
+		if day >= from && (day < f.day || !s.lazyDay(d.key, f)) {
 			if err := s.materialize(tx, d.key); err != nil {
 				return 0, fmt.Errorf("day %x: %w", d.key, err)
 			}

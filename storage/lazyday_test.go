@@ -15,8 +15,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// TestLazyDayIsTheStoredDay commits the same random lines, late ones and
-// days past midnight among them, into a store that keeps its newest days
+// TestLazyDayIsTheStoredDay commits the same random lines, late ones (some
+// past the retention of days) and days past midnight among them, into a store that keeps its newest days
 // as their hours and one that stores each day's record as commits come
 // (eagerDays, as schema 6 did): in zones whose days start on the hour
 // (UTC, Sao Paulo) and in zones whose days do not (Kolkata, and Lord Howe
@@ -67,6 +67,9 @@ func testLazyDay(t *testing.T, tz string, start time.Time, hours time.Duration, 
 			if r < 5 { // a busy day: a sketch past its sparse form
 				hits = append(hits, crowd(rng, sites[rng.IntN(len(sites))], newest, 3*denseFrom/2)...)
 			}
+			if r >= 55 { // past the retention of days, not of hours
+				hits = append(hits, veryLate(rng, sites, newest)...)
+			}
 			for _, s := range stores {
 				if err := s.Commit(hitBatches(hits)...); err != nil {
 					t.Fatalf("step %d: commit: %v", step, err)
@@ -82,6 +85,9 @@ func testLazyDay(t *testing.T, tz string, start time.Time, hours time.Duration, 
 			}
 		case r < 80:
 			d := time.Duration(rng.IntN(30)) * time.Hour
+			if r >= 77 { // past the retention of days at once
+				d = time.Duration(6*24+rng.IntN(48)) * time.Hour
+			}
 			newest, now = newest.Add(d), now.Add(d)
 		case r < 95:
 			pruneSame(t, step, stores)
@@ -112,6 +118,19 @@ func crowd(rng *rand.Rand, site string, newest time.Time, n int) []siteHit {
 		at := newest.Add(-time.Duration(rng.IntN(3600)) * time.Second)
 		hits[i] = siteHit{site, logtally.Hit{Time: at.Unix(), PageView: true, Visitor: rng.Uint64(),
 			Path: []byte("/"), Status: 200, Bytes: 1}}
+	}
+	return hits
+}
+
+// veryLate returns a few hits of a site five to ten days before newest:
+// into days the retention of days expires or is about to, whose hours a
+// longer retention of hours still keeps.
+func veryLate(rng *rand.Rand, sites []string, newest time.Time) []siteHit {
+	hits := make([]siteHit, 1+rng.IntN(3))
+	for i := range hits {
+		at := newest.Add(-5*24*time.Hour - time.Duration(rng.IntN(5*24*60))*time.Minute)
+		hits[i] = siteHit{sites[rng.IntN(len(sites))], logtally.Hit{Time: at.Unix(), PageView: true,
+			Visitor: rng.Uint64N(40) + 1, Path: []byte("/late"), Status: 200, Bytes: 10}}
 	}
 	return hits
 }
