@@ -162,7 +162,9 @@ func (s *Site) materialize(tx *bolt.Tx, day []byte) error {
 
 // lazyDays calls fn with the key and the value made from its hours of
 // every lazy day in [lo, hi] (day keys) that has hours and no record, in
-// order. A damaged hour goes to skip with its day, and is left out.
+// order. A damaged hour goes to skip with its day, and is left out. A day
+// off the hour is never lazy: one with no record has no lines of its own
+// kept, though its first hour may hold the day before's last.
 func (s *Site) lazyDays(tx *bolt.Tx, lo, hi []byte, fn func(day, v []byte), skip func(day, hour []byte, err error)) {
 	first := s.lazyFrom(tx)
 	if first == 0 {
@@ -181,7 +183,7 @@ func (s *Site) lazyDays(tx *bolt.Tx, lo, hi []byte, fn func(day, v []byte), skip
 			continue
 		}
 		last = day
-		if uint32Key(day) < first || db.Get(day) != nil {
+		if uint32Key(day) < first || db.Get(day) != nil || !s.st.dayAligned(day) {
 			continue
 		}
 		v, ok, err := s.lazyValue(tx, day, func(k []byte, err error) { skip(day, k, err) })
@@ -214,7 +216,9 @@ func minuteDays(ms []minutePrep) []dayRun {
 // endLazyDays stores, from their hours, the days of a commit that were
 // lazy and no longer may be, as of the floors f: before the commit adds
 // its lines to their hours, since it merges its lines into their records
-// (commitDays). A lazy day past the retention of days is stored too: a
+// (commitDays). A day off the hour was never lazy, and its hours hold
+// lines of the days beside it. A lazy day past the retention of days is
+// stored too: a
 // stored day takes no more lines once past it, while its hours, kept
 // longer, still do, and the day would read them until the prune deletes
 // it. It returns the first day that may be lazy.
@@ -225,7 +229,7 @@ func (s *Site) endLazyDays(tx *bolt.Tx, days []dayRun, f floors) (uint32, error)
 	}
 	for _, d := range days {
 		day := uint32Key(d.key)
-		if day >= from && (day < f.day || !s.lazyDay(d.key, f)) {
+		if day >= from && s.st.dayAligned(d.key) && (day < f.day || !s.lazyDay(d.key, f)) {
 			if err := s.materialize(tx, d.key); err != nil {
 				return 0, fmt.Errorf("day %x: %w", d.key, err)
 			}
@@ -316,7 +320,7 @@ func (s *Site) planLazy(tx *bolt.Tx, f floors, budget int) lazyPlan {
 		// then deletes it, and says so, as it would have had it been
 		// stored all along.
 		switch {
-		case d < from || db.Get(day) != nil:
+		case d < from || db.Get(day) != nil || !s.st.dayAligned(day):
 			continue
 		case bytes.Compare(day, newest) >= 0 && s.lazyDay(day, f):
 		case len(p.store) == budget:

@@ -276,6 +276,55 @@ func TestLazyDayBounds(t *testing.T) {
 	}
 }
 
+// TestLazyDayOffTheHour: Lord Howe Island's days are whole UTC hours
+// until 4 April 2027, when its clocks go from +11 to +10:30, and half an
+// hour off them after. A day off the hour is never lazy, whatever day
+// before it is: its record is not made from its hours, whose first holds
+// the last half hour of the day before, and a day without lines of its
+// own reads as none, though its first hour holds the day before's last
+// lines. Before, a commit into 5 April made its record from its hours,
+// the late evening of 4 April counted twice, and 6 April, with no line,
+// read the late evening of 5 April once a line of 7 April's first half
+// hour, in 6 April's last hour, made it look lazy.
+func TestLazyDayOffTheHour(t *testing.T) {
+	loc, err := time.LoadLocation("Australia/Lord_Howe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(day, hour, minute int) time.Time { return time.Date(2027, 4, day, hour, minute, 0, 0, loc) }
+	for _, tt := range []struct {
+		name  string
+		lines []time.Time // a commit each, after one on 3 April, lazy
+	}{
+		{"stored from its hours", []time.Time{at(4, 23, 45), at(5, 0, 45)}},
+		{"read from its hours", []time.Time{at(5, 23, 45), at(7, 0, 10)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now := at(9, 0, 0)
+			cfg := Config{MinuteRetention: 2 * 24 * time.Hour, HourRetention: 400 * 24 * time.Hour,
+				DayRetention: 60 * 24 * time.Hour, TZ: "Australia/Lord_Howe"}
+			var stores [2]*Store // lazy, eager
+			for i := range stores {
+				c := cfg
+				c.Path = filepath.Join(t.TempDir(), "db")
+				stores[i] = mustOpenAt(t, c, func() time.Time { return now })
+			}
+			stores[1].eagerDays = true
+			for i, line := range append([]time.Time{at(3, 12, 0)}, tt.lines...) {
+				hit := logtally.Hit{Time: line.Unix(), PageView: true, Visitor: uint64(i + 1), Path: []byte("/"), Status: 200, Bytes: 1}
+				for _, s := range stores {
+					if err := s.Commit(hitBatches([]siteHit{{logtally.DefaultSite, hit}})...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				readSame(t, i, stores, []string{logtally.DefaultSite}, now)
+			}
+			pruneSame(t, -1, stores)
+			valuesSame(t, stores)
+		})
+	}
+}
+
 // TestUpgradeFromSchema6: testdata/v6-days.db.gz, which 69482cd (schema 6,
 // a record for every day as commits came) wrote from daysSteps(0, 3), is
 // upgraded by writing the version, and holds then what a store that
