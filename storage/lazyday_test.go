@@ -392,3 +392,34 @@ func daysSteps(from, to int) []setsStep {
 	}
 	return steps
 }
+
+// TestLazyDayHeld: a start that asks for a shorter retention of days than
+// the stored one says what it would delete, lazy days before the newest,
+// which no prune has stored yet, among them, as a store that stores every
+// day says. Before, it counted the stored days alone.
+func TestLazyDayHeld(t *testing.T) {
+	now := t0.Add(5 * 24 * time.Hour)
+	clock := func() time.Time { return now }
+	cfg := Config{HourRetention: 400 * 24 * time.Hour, DayRetention: 30 * 24 * time.Hour}
+	var held [2]string
+	for i, eager := range []bool{false, true} {
+		c := cfg
+		c.Path = filepath.Join(t.TempDir(), "db")
+		s := mustOpenAt(t, c, clock)
+		s.eagerDays = eager
+		for d := range 5 {
+			hit := page(int64(d*86400), uint64(d+1), "/")
+			if err := s.Commit(hitBatches([]siteHit{{logtally.DefaultSite, hit}})...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		c.DayRetention = 2 * 24 * time.Hour
+		held[i] = fmt.Sprintf("%+v", mustOpenAt(t, c, clock).Held())
+	}
+	if held[0] != held[1] {
+		t.Errorf("the lazy store holds back %s\nthe eager one %s", held[0], held[1])
+	}
+}

@@ -193,8 +193,30 @@ func (s *Site) wouldDelete(tx *bolt.Tx, i int, asked, kept time.Duration, ref in
 		count("per-day page counts", bucketDayPaths, dayBytes(lo.dayPaths), dayBytes(hi.dayPaths), s.dayTime, 4)
 	case 2:
 		count("days", bucketDays, dayBytes(lo.day), dayBytes(hi.day), s.dayTime, 4)
+		s.heldLazyDays(tx, &out[len(out)-1], lo.day, hi.day)
 	}
 	return out
+}
+
+// heldLazyDays adds to h the lazy days in [lo, hi) (see lazyday.go): they
+// have no record yet, and a prune would store them, then delete them.
+func (s *Site) heldLazyDays(tx *bolt.Tx, h *Held, lo, hi uint32) {
+	if hi == 0 {
+		return
+	}
+	add := func(day []byte) {
+		t := s.dayTime(day)
+		if h.Count == 0 || t.Before(h.From) {
+			h.From = t
+		}
+		if h.Count == 0 || t.After(h.To) {
+			h.To = t
+		}
+		h.Count++
+	}
+	// lazyDays takes its last day: hi-1 sorts just before hi, a date or not.
+	s.lazyDays(tx, dayBytes(lo), dayBytes(hi-1), func(day, _ []byte) { add(day) },
+		func(day, _ []byte, _ error) { add(day) })
 }
 
 // Held returns what the retention asked for at Open would delete and the
