@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/logtally/logtally"
+	damagetest "github.com/logtally/logtally/internal/damage"
+	"github.com/logtally/logtally/tally"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -421,5 +424,61 @@ func TestLazyDayHeld(t *testing.T) {
 	}
 	if held[0] != held[1] {
 		t.Errorf("the lazy store holds back %s\nthe eager one %s", held[0], held[1])
+	}
+}
+
+// TestLazyDayNamesItsDamagedHour: a lazy day with a damaged hour is read
+// without it, its point marked, and a series of days names the hour as a
+// series of hours does, the one problem Damage counts once. Before, it
+// named the day's first hour, the damaged one only in its message: a
+// second problem, of an hour that was whole.
+func TestLazyDayNamesItsDamagedHour(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	clock := func() time.Time { return t0.Add(2 * 24 * time.Hour) }
+	s := mustOpenAt(t, Config{Path: path}, clock)
+	// Every hour of t0's day, enough that the hours are not inlined in
+	// their bucket's page, then a line of the next day.
+	commit(t, s, func(b *tally.Batch) {
+		for sec := int64(-12 * 3600); sec < 12*3600; sec += 60 {
+			addHit(b, page(sec, uint64(sec), "/"), 200, 1, false)
+		}
+	})
+	commit(t, s, func(b *tally.Batch) { addHit(b, page(13*3600, 1, "/"), 200, 1, false) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hours, err := damagetest.Values(path, "sites", logtally.DefaultSite, "hours")
+	if err != nil || len(hours) != 25 {
+		t.Fatalf("the hours: %d, %v", len(hours), err)
+	}
+	if _, err := damagetest.Overwrite(path, hours[5], rand.New(rand.NewPCG(1, 2))); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenAt(t, Config{Path: path}, clock)
+	var named [2][]string
+	var requests [2]int64 // of t0's day, the damaged hour left out
+	day := t0.Truncate(24 * time.Hour)
+	for i, step := range []time.Duration{time.Hour, 24 * time.Hour} {
+		series, err := s.Series(day, day.Add(23*time.Hour), step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named[i] = series.Damaged
+		for _, p := range series.Points {
+			requests[i] += p.Requests
+		}
+		if i == 1 && !series.Points[0].Damaged {
+			t.Error("the day is not marked damaged")
+		}
+	}
+	if len(named[1]) != 1 || !slices.Equal(named[0], named[1]) {
+		t.Errorf("a series of days names %q, one of hours %q", named[1], named[0])
+	}
+	if requests[1] != requests[0] || requests[0] != 24*60-60 {
+		t.Errorf("the day counts %d requests, its hours %d; want the day's 1,440 but the damaged hour's 60", requests[1], requests[0])
+	}
+	var damage *DamageError
+	if err := s.Damage(); !errors.As(err, &damage) || len(damage.Problems)+damage.More != 1 {
+		t.Errorf("Damage = %v, want the one hour", err)
 	}
 }
