@@ -73,16 +73,7 @@ func testLazyDay(t *testing.T, tz string, start time.Time, hours time.Duration, 
 			if r >= 55 { // past the retention of days, not of hours
 				hits = append(hits, veryLate(rng, sites, newest)...)
 			}
-			for _, s := range stores {
-				if err := s.Commit(hitBatches(hits)...); err != nil {
-					t.Fatalf("step %d: commit: %v", step, err)
-				}
-			}
-			for _, h := range hits {
-				if at := time.Unix(h.hit.Time, 0); at.After(newest) {
-					newest = at
-				}
-			}
+			newest = commitBoth(t, step, stores, hits, newest)
 			if newest.After(now) {
 				now = newest
 			}

@@ -57,16 +57,7 @@ func testPruneIsSiteBySite(t *testing.T, seed uint64) {
 				// than it looks at once the store is reopened.
 				hits = everyMinute(rng, sites, newest, cfg.MinuteRetention)
 			}
-			for _, s := range stores {
-				if err := s.Commit(hitBatches(hits)...); err != nil {
-					t.Fatalf("step %d: commit: %v", step, err)
-				}
-			}
-			for _, h := range hits {
-				if at := time.Unix(h.hit.Time, 0); at.After(newest) {
-					newest = at
-				}
-			}
+			newest = commitBoth(t, step, stores, hits, newest)
 			if at := newest.Add(time.Duration(rng.IntN(120)) * time.Second); at.After(now) {
 				now = at
 			}
@@ -109,6 +100,23 @@ func pruneBoth(t *testing.T, step int, stores [2]*Store, sites []string, now tim
 		}
 	}
 	compareStores(t, step, stores[0], stores[1], sites, now)
+}
+
+// commitBoth commits the batches of hits to both stores, and returns the
+// newest of newest and the hits' times.
+func commitBoth(t *testing.T, step int, stores [2]*Store, hits []siteHit, newest time.Time) time.Time {
+	t.Helper()
+	for _, s := range stores {
+		if err := s.Commit(hitBatches(hits)...); err != nil {
+			t.Fatalf("step %d: commit: %v", step, err)
+		}
+	}
+	for _, h := range hits {
+		if at := time.Unix(h.hit.Time, 0); at.After(newest) {
+			newest = at
+		}
+	}
+	return newest
 }
 
 // noSync has s commit without syncing the file: the test compares what
