@@ -23,7 +23,9 @@ import (
 type counterTruth struct {
 	lines         int64
 	shows, clicks map[string]int64 // by item, in the window (every line is)
-	// visitors holds each item's distinct clients, of shows and of clicks.
+	// visitors holds each item's distinct clients, of shows and of
+	// clicks, on each UTC day (--tz UTC): a visitor is an address within
+	// one day, so a client seen before and after midnight is two.
 	visitors [2]map[string]map[string]bool
 	today    map[string][2]int64
 	day      string // the UTC day of "today"
@@ -52,14 +54,16 @@ func counterLog(t *testing.T, path string) counterTruth {
 	const lines = 120_000
 	var data []byte
 	// A second's time stamp and day, made once for its 200-odd lines.
-	sec, stamp, today := int64(-1), []byte(nil), false
+	sec, stamp, today, day := int64(-1), []byte(nil), false, ""
 	for i := range lines {
 		when := start.Add(time.Duration(i) * 9 * time.Minute / lines)
 		if s := when.Unix(); s != sec {
-			sec, today = s, when.Format(time.DateOnly) == truth.day
+			sec, day = s, when.Format(time.DateOnly)
+			today = day == truth.day
 			stamp = when.AppendFormat(stamp[:0], "02/Jan/2006:15:04:05 -0700")
 		}
 		ip := "10." + strconv.Itoa(rng.IntN(4)) + "." + strconv.Itoa(rng.IntN(250)) + "." + strconv.Itoa(rng.IntN(250))
+		client := day + " " + ip
 		item := int(math.Pow(rng.Float64(), 3) * 10_000)
 		key := strconv.Itoa(item)
 		var req string
@@ -69,7 +73,7 @@ func counterLog(t *testing.T, path string) counterTruth {
 		case rng.Float64() < ctr[item]:
 			req = "/watch/" + key
 			truth.clicks[key]++
-			visit(1, key, ip)
+			visit(1, key, client)
 			if today {
 				d := truth.today[key]
 				d[1]++
@@ -78,7 +82,7 @@ func counterLog(t *testing.T, path string) counterTruth {
 		default:
 			req = "/thumb/" + key + ".jpg"
 			truth.shows[key]++
-			visit(0, key, ip)
+			visit(0, key, client)
 			if today {
 				d := truth.today[key]
 				d[0]++

@@ -139,6 +139,14 @@ func (w *lineWriter) lines(n int) []byte {
 	return b
 }
 
+// dayVisitor is a visitor as the daemon counts one: an address within
+// one day (UTC, the tests' --tz), so a client seen before and after
+// midnight is two.
+type dayVisitor struct {
+	day     int64
+	visitor uint64
+}
+
 // truth is what brute force makes of a set of log lines.
 type truth struct {
 	hits []logtally.Hit
@@ -175,7 +183,7 @@ func newTruth(t *testing.T, logs ...[]byte) truth {
 // window counts the hits in [from, to) as /api/v1/stats and /pages do.
 func (tr truth) window(from, to time.Time) (api.Stats, []logtally.PageCount) {
 	st := api.Stats{From: from, To: to, WindowSeconds: int64(to.Sub(from) / time.Second)}
-	visitors := map[uint64]bool{}
+	visitors := map[dayVisitor]bool{}
 	views := map[string]int64{}
 	for _, h := range tr.hits {
 		if h.Time < from.Unix() || h.Time >= to.Unix() {
@@ -184,7 +192,7 @@ func (tr truth) window(from, to time.Time) (api.Stats, []logtally.PageCount) {
 		st.Requests++
 		if h.PageView {
 			st.PageViews++
-			visitors[h.Visitor] = true
+			visitors[dayVisitor{logtally.FloorDiv(h.Time, 86400), h.Visitor}] = true
 			views[string(h.Path)]++
 		}
 	}
@@ -205,7 +213,7 @@ func (tr truth) window(from, to time.Time) (api.Stats, []logtally.PageCount) {
 // minute counts the hits of the minute that starts at t.
 func (tr truth) minute(t time.Time) api.SeriesPoint {
 	p := api.SeriesPoint{T: t, Held: true}
-	visitors := map[uint64]bool{}
+	visitors := map[dayVisitor]bool{}
 	for _, h := range tr.hits {
 		if h.Time/60 != t.Unix()/60 {
 			continue
@@ -226,7 +234,7 @@ func (tr truth) minute(t time.Time) api.SeriesPoint {
 		}
 		if h.PageView {
 			p.PageViews++
-			visitors[h.Visitor] = true
+			visitors[dayVisitor{logtally.FloorDiv(h.Time, 86400), h.Visitor}] = true
 		}
 	}
 	p.Visitors = int64(len(visitors))

@@ -21,19 +21,23 @@ import (
 // from the lines written.
 type siteTruth struct {
 	requests, pageviews int64
-	visitors            map[string]bool // client addresses with a page view (one user agent)
-	pages               map[string]int64
+	// visitors are the clients with a page view (one user agent) on each
+	// day, in the machine's zone as the daemon's days are: a visitor is an
+	// address within one day, so a client seen before and after midnight
+	// is two.
+	visitors map[string]bool
+	pages    map[string]int64
 }
 
 func newSiteTruth() *siteTruth {
 	return &siteTruth{visitors: map[string]bool{}, pages: map[string]int64{}}
 }
 
-func (s *siteTruth) add(ip, path string) {
+func (s *siteTruth) add(when time.Time, ip, path string) {
 	s.requests++
 	if !strings.HasSuffix(path, ".css") {
 		s.pageviews++
-		s.visitors[ip] = true
+		s.visitors[when.In(time.Local).Format(time.DateOnly)+" "+ip] = true
 		s.pages[path]++
 	}
 }
@@ -67,7 +71,8 @@ func sitesLog(t *testing.T, dir string) (log, shop string, truth map[string]*sit
 		if rng.IntN(4) == 0 {
 			path = "/style.css"
 		}
-		when := now.Add(time.Duration(i*50) * time.Millisecond).Format("02/Jan/2006:15:04:05 -0700")
+		at := now.Add(time.Duration(i*50) * time.Millisecond)
+		when := at.Format("02/Jan/2006:15:04:05 -0700")
 		site := "shop.example.org"
 		if k := rng.IntN(4); k < 3 {
 			site = names[k]
@@ -75,8 +80,8 @@ func sitesLog(t *testing.T, dir string) (log, shop string, truth map[string]*sit
 		if truth[site] == nil {
 			truth[site] = newSiteTruth()
 		}
-		truth[site].add(ip, path)
-		all.add(ip, path)
+		truth[site].add(at, ip, path)
+		all.add(at, ip, path)
 		vhost := "ignored.example.org"
 		if site != "shop.example.org" {
 			spellings := hosts[site]
