@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -52,7 +53,10 @@ func dayBounds(day []byte, loc *time.Location) (start, end time.Time) {
 // instant of the day before.
 func firstOf(day uint32, loc *time.Location) time.Time {
 	g := dayStart(dayBytes(day), loc).Unix()
-	in := func(t int64) bool { return uint32Key(dayKey(time.Unix(t, 0), loc)) >= day }
+	in := func(t int64) bool {
+		y, m, d := time.Unix(t, 0).In(loc).Date()
+		return uint32(y*10000+int(m)*100+d) >= day // dayKey's number
+	}
 	if in(g) && !in(g-1) {
 		return time.Unix(g, 0) // midnight, as almost every day starts
 	}
@@ -74,17 +78,25 @@ func firstOf(day uint32, loc *time.Location) time.Time {
 // such a day (see prepareRun): it gathers one only for a day it merges
 // into a stored record (gatherDay).
 func (s *Store) dayAligned(day []byte) bool {
+	_, ok := s.alignedStart(day)
+	return ok
+}
+
+// alignedStart returns the first hour (unix hour) of day, and whether the
+// day is aligned (see dayAligned).
+func (s *Store) alignedStart(day []byte) (int64, bool) {
 	if s.eagerDays {
-		return false
+		return 0, false
 	}
 	start, end := dayBounds(day, s.loc)
-	return start.Unix()%3600 == 0 && end.Unix()%3600 == 0
+	return start.Unix() / 3600, start.Unix()%3600 == 0 && end.Unix()%3600 == 0
 }
 
 // lazyDay reports whether day (its key) may be kept as its hours alone,
 // as of the floors f: it is aligned, and its first hour is kept.
 func (s *Site) lazyDay(day []byte, f floors) bool {
-	return s.st.dayAligned(day) && firstOf(uint32Key(day), s.loc).Unix()/3600 >= f.hour
+	hour, ok := s.st.alignedStart(day)
+	return ok && hour >= f.hour
 }
 
 // lazyFrom returns the first day that may be lazy, 0 if none.
@@ -170,25 +182,37 @@ func (s *Site) lazyDays(tx *bolt.Tx, lo, hi []byte, fn func(day, v []byte), skip
 	if first == 0 {
 		return
 	}
-	first = max(first, uint32Key(lo))
-	db := s.bucket(tx, bucketDays)
-	c := s.bucket(tx, bucketHours).Cursor()
-	var last []byte
-	for k, _ := c.Seek(hourKey(firstOf(first, s.loc))); k != nil; k, _ = c.Next() {
-		day := dayKey(hourTime(k), s.loc)
+	for day := range s.unstoredDays(tx, max(first, uint32Key(lo))) {
 		if bytes.Compare(day, hi) > 0 {
 			return
-		}
-		if bytes.Equal(day, last) {
-			continue
-		}
-		last = day
-		if uint32Key(day) < first || db.Get(day) != nil || !s.st.dayAligned(day) {
-			continue
 		}
 		v, ok, err := s.lazyValue(tx, day, func(k []byte, err error) { skip(day, k, err) })
 		if err == nil && ok {
 			fn(day, v)
+		}
+	}
+}
+
+// unstoredDays yields, in order, each aligned day from first on that has
+// hours and no record: from the first that may be lazy on, the days kept
+// as their hours.
+func (s *Site) unstoredDays(tx *bolt.Tx, first uint32) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		db := s.bucket(tx, bucketDays)
+		c := s.bucket(tx, bucketHours).Cursor()
+		var last []byte
+		for k, _ := c.Seek(hourKey(firstOf(first, s.loc))); k != nil; k, _ = c.Next() {
+			day := dayKey(hourTime(k), s.loc)
+			if bytes.Equal(day, last) {
+				continue
+			}
+			last = day
+			if uint32Key(day) < first || db.Get(day) != nil || !s.st.dayAligned(day) {
+				continue
+			}
+			if !yield(day) {
+				return
+			}
 		}
 	}
 }
@@ -229,7 +253,7 @@ func (s *Site) endLazyDays(tx *bolt.Tx, days []dayRun, f floors) (uint32, error)
 	}
 	for _, d := range days {
 		day := uint32Key(d.key)
-		if day >= from && s.st.dayAligned(d.key) && (day < f.day || !s.lazyDay(d.key, f)) {
+		if hour, ok := s.st.alignedStart(d.key); ok && day >= from && (day < f.day || hour < f.hour) {
 			if err := s.materialize(tx, d.key); err != nil {
 				return 0, fmt.Errorf("day %x: %w", d.key, err)
 			}
@@ -305,23 +329,12 @@ func (s *Site) planLazy(tx *bolt.Tx, f floors, budget int) lazyPlan {
 		return lazyPlan{}
 	}
 	newest := dayKey(time.Unix(t, 0), s.loc)
-	db := s.bucket(tx, bucketDays)
-	c := s.bucket(tx, bucketHours).Cursor()
 	var p lazyPlan
-	var last []byte
-	for k, _ := c.Seek(hourKey(firstOf(from, s.loc))); k != nil; k, _ = c.Next() {
-		day := dayKey(hourTime(k), s.loc)
-		if bytes.Equal(day, last) {
-			continue
-		}
-		last = day
-		d := uint32Key(day)
-		// A lazy day before the floor of days is stored too: the prune
-		// then deletes it, and says so, as it would have had it been
-		// stored all along.
+	// A lazy day before the floor of days is stored too: the prune then
+	// deletes it, and says so, as it would have had it been stored all
+	// along.
+	for day := range s.unstoredDays(tx, from) {
 		switch {
-		case d < from || db.Get(day) != nil || !s.st.dayAligned(day):
-			continue
 		case bytes.Compare(day, newest) >= 0 && s.lazyDay(day, f):
 		case len(p.store) == budget:
 			p.more = true
@@ -330,7 +343,7 @@ func (s *Site) planLazy(tx *bolt.Tx, f floors, budget int) lazyPlan {
 			continue
 		}
 		if p.next == 0 {
-			p.next = d
+			p.next = uint32Key(day)
 		}
 		if p.more {
 			break

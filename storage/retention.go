@@ -174,14 +174,8 @@ func (s *Site) wouldDelete(tx *bolt.Tx, i int, asked, kept time.Duration, ref in
 			if last != nil && bytes.Equal(k[:prefix], last[:prefix]) {
 				continue
 			}
-			if h.Count == 0 {
-				h.From = unit(k)
-			}
-			h.Count++
-			last = bytes.Clone(k)
-		}
-		if last != nil {
-			h.To = unit(last)
+			h.add(unit(k))
+			last = k
 		}
 		out = append(out, h)
 	}
@@ -204,19 +198,20 @@ func (s *Site) heldLazyDays(tx *bolt.Tx, h *Held, lo, hi uint32) {
 	if hi == 0 {
 		return
 	}
-	add := func(day []byte) {
-		t := s.dayTime(day)
-		if h.Count == 0 || t.Before(h.From) {
-			h.From = t
-		}
-		if h.Count == 0 || t.After(h.To) {
-			h.To = t
-		}
-		h.Count++
-	}
 	// lazyDays takes its last day: hi-1 sorts just before hi, a date or not.
-	s.lazyDays(tx, dayBytes(lo), dayBytes(hi-1), func(day, _ []byte) { add(day) },
-		func(day, _ []byte, _ error) { add(day) })
+	s.lazyDays(tx, dayBytes(lo), dayBytes(hi-1), func(day, _ []byte) { h.add(s.dayTime(day)) },
+		func(day, _ []byte, _ error) { h.add(s.dayTime(day)) })
+}
+
+// add counts one more minute, hour or day, at t, in what h would delete.
+func (h *Held) add(t time.Time) {
+	if h.Count == 0 || t.Before(h.From) {
+		h.From = t
+	}
+	if h.Count == 0 || t.After(h.To) {
+		h.To = t
+	}
+	h.Count++
 }
 
 // Held returns what the retention asked for at Open would delete and the
