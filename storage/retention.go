@@ -199,8 +199,10 @@ func (s *Site) heldLazyDays(tx *bolt.Tx, h *Held, lo, hi uint32) {
 		return
 	}
 	// lazyDays takes its last day: hi-1 sorts just before hi, a date or not.
+	// A day is counted once, by fn; its damaged hours, which skip names,
+	// are left out of it.
 	s.lazyDays(tx, dayBytes(lo), dayBytes(hi-1), func(day, _ []byte) { h.add(s.dayTime(day)) },
-		func(day, _ []byte, _ error) { h.add(s.dayTime(day)) })
+		func(_, _ []byte, _ error) {})
 }
 
 // add counts one more minute, hour or day, at t, in what h would delete.
